@@ -1,0 +1,151 @@
+"""Command-line interface: one thin subcommand per Snakemake rule, plus `validate` and `plan`.
+
+Every subcommand turns a UserError into one line on stderr and exit status 2, so a malformed claim
+stops the workflow with a message that names the file and field, not a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from .errors import UserError
+
+
+def _tier(args):
+    from .tiers import load_tier
+
+    return load_tier(args.tier)
+
+
+def cmd_validate(args) -> None:
+    from .claims import load_claims
+    from .plan import plan_all
+
+    tier = _tier(args)
+    claims = load_claims(args.claims_dir)
+    plans = plan_all(claims, tier)
+    runs = {r for p in plans for r in p.score_runs()}
+    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} score runs")
+    for p in plans:
+        for name, pm in p.measurements.items():
+            if pm.status != "ok":
+                print(f"  {p.claim.id}: {name} not-run ({pm.reason})")
+
+
+def cmd_corpus(args) -> None:
+    from . import runs
+
+    runs.build_corpus(Path(args.out))
+
+
+def cmd_tokenizer(args) -> None:
+    from . import runs
+
+    runs.train_tokenizer(_tier(args), args.asset, Path(args.corpus), Path(args.out))
+
+
+def cmd_pretrain(args) -> None:
+    from . import runs
+
+    runs.pretrain(_tier(args), args.asset, args.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads)
+
+
+def cmd_encode(args) -> None:
+    from . import runs
+
+    runs.encode(_tier(args), args.instance, args.evaluator, args.form, args.data_root, args.resources, Path(args.out), args.threads)
+
+
+def cmd_score(args) -> None:
+    from . import runs
+    from .plan import ScoreRun
+
+    spec = ScoreRun(args.evaluator, args.instance, args.form, args.method, args.post)
+    runs.score(_tier(args), spec, args.data_root, Path(args.vectors) if args.vectors else None, Path(args.out))
+
+
+def cmd_verdict(args) -> None:
+    from .claims import load_claims
+    from .plan import plan_claim
+    from .provenance import Run
+    from .verdicts import decide_claim
+
+    tier = _tier(args)
+    claim = next((c for c in load_claims(args.claims_dir) if c.slug == args.claim or c.id == args.claim), None)
+    if claim is None:
+        raise UserError(f"claim {args.claim!r} not found under {args.claims_dir}")
+    with Run(Path(args.out).with_suffix(".provenance.json"), {"claim": claim.data, "tier": tier["name"]}) as run:
+        result = decide_claim(plan_claim(claim, tier), tier, args.results)
+        run.values = {"verdict": result["verdict"]}
+    from .provenance import atomic_write_json
+
+    atomic_write_json(args.out, result)
+    print(f"{claim.id}: {result['verdict']} — {result['note']}")
+
+
+def cmd_report(args) -> None:
+    from . import report
+
+    report.write([Path(p) for p in args.verdicts], _tier(args), Path(args.out_dir))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="plmclaims", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name, fn, help_):
+        sp = sub.add_parser(name, help=help_)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = add("validate", cmd_validate, "validate every claim and the tier, and print what would run")
+    sp.add_argument("--claims-dir", default="replications")
+    sp.add_argument("--tier", default="micro")
+    sp = add("corpus", cmd_corpus, "write the micro-BERT pre-training text")
+    sp.add_argument("--out", required=True)
+    sp = add("tokenizer", cmd_tokenizer, "train the WordPiece tokenizer of a workflow-trained asset")
+    for a in ("--tier", "--asset", "--corpus", "--out"):
+        sp.add_argument(a, required=True)
+    sp = add("pretrain", cmd_pretrain, "MLM pre-training of a workflow-trained asset for one seed")
+    for a in ("--tier", "--asset", "--corpus", "--tokenizer", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--seed", type=int, required=True)
+    sp.add_argument("--threads", type=int, default=None)
+    sp = add("encode", cmd_encode, "one forward pass of a model over the STS sentences, keeping the layers poolings need")
+    for a in ("--tier", "--instance", "--evaluator", "--form", "--resources", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--data-root", default=None)
+    sp.add_argument("--threads", type=int, default=None)
+    sp = add("score", cmd_score, "score one (model, text form, pooling, post-processing) on every STS benchmark")
+    for a in ("--tier", "--evaluator", "--instance", "--form", "--method", "--post", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--vectors", default=None)
+    sp.add_argument("--data-root", default=None)
+    sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
+    for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
+        sp.add_argument(a, required=True)
+    sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
+    sp.add_argument("--tier", required=True)
+    sp.add_argument("--out-dir", required=True)
+    sp.add_argument("verdicts", nargs="+")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("httpx", "urllib3", "datasets", "mteb", "sentence_transformers", "filelock"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        args.fn(args)
+    except UserError as err:
+        print(f"plmclaims: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

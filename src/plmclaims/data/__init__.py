@@ -1,0 +1,1 @@
+"""Data loaders, one module per benchmark family."""

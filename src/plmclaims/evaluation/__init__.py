@@ -1,0 +1,1 @@
+"""Evaluators: SentEval-style STS (our own) and MTEB-protocol STS (through the mteb package)."""

@@ -1,0 +1,33 @@
+"""SentEval-style STS evaluation: cosine of two sentence vectors against the gold score, no regressor.
+
+All three aggregations are computed for every benchmark ('all', 'wmean', 'mean'); STS-B and
+SICK-R have one subset, so the three coincide there. Scores are Spearman (and Pearson) x 100.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import stats
+from ..data.sts import StsData
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    return (a * b).sum(1) / np.maximum(na * nb, 1e-12)
+
+
+def pair_predictions(data: StsData, sentence_vectors: np.ndarray, sentences: list[str]) -> np.ndarray:
+    """Cosine similarity per pair, looking sentences up in the encoded table."""
+    index = {s: i for i, s in enumerate(sentences)}
+    a = sentence_vectors[[index[s] for s in data.sentence1]]
+    b = sentence_vectors[[index[s] for s in data.sentence2]]
+    return cosine(a, b)
+
+
+def score(pred: np.ndarray, data: StsData, scale: float = 100.0) -> dict:
+    subsets = np.asarray(data.subsets)
+    out = {how: stats.aggregate(pred, data.scores, subsets, how) * scale for how in stats.AGGREGATIONS}
+    out["pearson_all"] = stats.pearson(pred, data.scores) * scale
+    out["pairs"] = len(data)
+    return out

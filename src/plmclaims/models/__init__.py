@@ -1,0 +1,1 @@
+"""Models the workflow builds itself (the micro tier's small BERT)."""

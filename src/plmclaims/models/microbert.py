@@ -1,0 +1,248 @@
+"""The micro-BERT: a small raw encoder pre-trained with MLM by the workflow itself.
+
+No raw BERT checkpoint can be installed offline, so the micro tier builds one from text that
+installs from the package registry: Penn Treebank (``treebank``) plus the English Wikipedia
+extract in gensim's test data. Training is deterministic for a given seed: a fixed number of
+steps (never a wall-clock budget), a seeded masking generator and a fixed data order.
+Checkpoints are written along the way (later probing claims read them), and an interrupted run
+resumes from its latest checkpoint.
+"""
+from __future__ import annotations
+
+import bz2
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..data.sts import sha256_file
+from ..errors import UserError
+from ..provenance import atomic_write_json
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _wiki_sentences(path: Path) -> list[str]:
+    from gensim.corpora.wikicorpus import extract_pages, filter_wiki
+
+    out = []
+    with bz2.open(path) as f:
+        for _title, text, _pid in extract_pages(f):
+            clean = filter_wiki(text)
+            for para in clean.split("\n"):
+                para = re.sub(r"'{2,}|\[\[|\]\]|=+", " ", para).strip()
+                for sent in re.split(r"(?<=[.!?])\s+", para):
+                    if len(sent.split()) >= 5 and not sent.startswith(("|", "{", "*", "!")):
+                        out.append(" ".join(sent.split()))
+    return out
+
+
+def build_corpus(out_path: Path) -> dict:
+    """Write the pre-training text, one sentence a line; return the sources with sha256."""
+    import treebank
+    from gensim.test.utils import datapath
+
+    ptb = [" ".join(line.replace("<unk>", "[UNK]").split()) for line in treebank.penn["train"].split("\n") if line.strip()]
+    wiki_path = Path(datapath("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"))
+    wiki = _wiki_sentences(wiki_path)
+    lines = ptb + wiki
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(out_path)
+    return {"sentences": {"ptb-train": len(ptb), "gensim-enwiki": len(wiki)},
+            "sources": {"treebank:penn/train": _sha_text(treebank.penn["train"]), str(wiki_path): sha256_file(wiki_path)},
+            "sha256": sha256_file(out_path)}
+
+
+def _sha_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def train_tokenizer(corpus: Path, vocab_size: int, out_dir: Path, max_length: int) -> None:
+    """A lower-casing WordPiece tokenizer trained with `tokenizers`, saved in transformers' format."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2)
+    tok.train([str(corpus)], trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                       special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=max_length)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(str(out_dir))
+
+
+def bert_config(arch: dict, vocab_size: int):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=arch["hidden"], num_hidden_layers=arch["layers"],
+                      num_attention_heads=arch["heads"], intermediate_size=arch["ffn"],
+                      max_position_embeddings=arch["max_length"], type_vocab_size=2)
+
+
+def _blocks(ids: list[list[int]], length: int, cls: int, sep: int) -> np.ndarray:
+    """Concatenate tokenised lines and cut [CLS] ... [SEP] blocks of exactly `length` tokens."""
+    flat = np.fromiter((t for line in ids for t in line), dtype=np.int64)
+    body = length - 2
+    n = len(flat) // body
+    blocks = np.empty((n, length), np.int64)
+    blocks[:, 0], blocks[:, -1] = cls, sep
+    blocks[:, 1:-1] = flat[: n * body].reshape(n, body)
+    return blocks
+
+
+def _tokenise_file(tokenizer, path: Path) -> list[list[int]]:
+    lines = [l for l in path.read_text().split("\n") if l.strip()]
+    return tokenizer(lines, add_special_tokens=False)["input_ids"]
+
+
+def unigram_loss(blocks: np.ndarray, vocab_size: int, special: set[int]) -> float:
+    """Cross-entropy (nats) of a model that only knows token frequencies: the MLM floor to beat."""
+    counts = np.bincount(blocks.ravel(), minlength=vocab_size).astype(np.float64)
+    for s in special:
+        counts[s] = 0
+    p = counts / counts.sum()
+    nz = p > 0
+    return float(-(p[nz] * np.log(p[nz])).sum())
+
+
+def _mask(batch, tokenizer, generator, prob: float = 0.15):
+    """BERT masking (80% [MASK], 10% random, 10% kept) drawn from a seeded generator."""
+    import torch
+
+    labels = batch.clone()
+    special = (batch == tokenizer.cls_token_id) | (batch == tokenizer.sep_token_id) | (batch == tokenizer.pad_token_id)
+    chosen = (torch.rand(batch.shape, generator=generator) < prob) & ~special
+    labels[~chosen] = -100
+    inputs = batch.clone()
+    r = torch.rand(batch.shape, generator=generator)
+    inputs[chosen & (r < 0.8)] = tokenizer.mask_token_id
+    rand = chosen & (r >= 0.8) & (r < 0.9)
+    inputs[rand] = torch.randint(len(tokenizer), batch.shape, generator=generator)[rand]
+    return inputs, labels
+
+
+def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: int, out_dir: Path,
+             valid_text: Path | None = None, progress: bool = True) -> dict:
+    """MLM pre-training for a fixed number of steps; checkpoints at train['checkpoints']."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoTokenizer, BertForMaskedLM
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    blocks = _blocks(_tokenise_file(tokenizer, corpus), arch["max_length"], tokenizer.cls_token_id, tokenizer.sep_token_id)
+    steps, bs = int(train["steps"]), int(train["batch_size"])
+    if len(blocks) < bs:
+        raise UserError(f"pre-training corpus {corpus} yields {len(blocks)} blocks of {arch['max_length']} tokens, fewer than one batch ({bs})")
+    order_rng = np.random.default_rng(seed)
+    model = BertForMaskedLM(bert_config(arch, len(tokenizer)))
+    opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
+    warmup = int(train.get("warmup", max(1, steps // 10)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    gen = torch.Generator().manual_seed(seed)
+    checkpoints = sorted(set(int(c) for c in train.get("checkpoints", [])) | {steps})
+    start, history = 0, []
+    resume = _latest_checkpoint(out_dir, steps)
+    if resume is not None:  # resume: weights, optimiser, schedule and RNG state come back exactly
+        state = torch.load(resume / "trainer_state.pt", weights_only=False)
+        model = BertForMaskedLM.from_pretrained(str(resume))
+        opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
+        opt.load_state_dict(state["optimizer"])
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+        sched.load_state_dict(state["scheduler"])
+        gen.set_state(state["generator"])
+        order_rng.bit_generator.state = state["order_rng"]
+        start, history = state["step"], state["history"]
+    model.train()
+    perm = state["perm"] if resume is not None else order_rng.permutation(len(blocks))
+    pos = state["pos"] if resume is not None else 0
+    bar = tqdm(total=steps, initial=start, desc=f"pretrain seed {seed}", unit="step", disable=not progress, mininterval=10)
+    for step in range(start, steps):
+        if pos + bs > len(perm):
+            perm, pos = order_rng.permutation(len(blocks)), 0
+        batch = torch.from_numpy(blocks[perm[pos:pos + bs]])
+        pos += bs
+        inputs, labels = _mask(batch, tokenizer, gen)
+        loss = model(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        history.append(round(float(loss), 4))
+        bar.update(1)
+        if (step + 1) % 50 == 0:
+            bar.set_postfix(loss=f"{np.mean(history[-50:]):.3f}")
+        if step + 1 in checkpoints:
+            _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step + 1, history, out_dir)
+    bar.close()
+    special = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
+    result = {"steps": steps, "checkpoints": checkpoints, "blocks": int(len(blocks)),
+              "train_loss_last50": float(np.mean(history[-50:])), "unigram_loss": unigram_loss(blocks, len(tokenizer), special),
+              "loss_history": history}
+    if valid_text is not None:
+        result["valid_loss"] = evaluate_mlm(model, tokenizer, valid_text, arch["max_length"], seed)
+    return result
+
+
+def evaluate_mlm(model, tokenizer, text: Path, length: int, seed: int, max_blocks: int = 64) -> float:
+    import torch
+
+    blocks = _blocks(_tokenise_file(tokenizer, text), length, tokenizer.cls_token_id, tokenizer.sep_token_id)[:max_blocks]
+    gen = torch.Generator().manual_seed(seed + 10_000)
+    model.eval()
+    losses = []
+    with torch.inference_mode():
+        for i in range(0, len(blocks), 32):
+            inputs, labels = _mask(torch.from_numpy(blocks[i:i + 32]), tokenizer, gen)
+            losses.append(float(model(input_ids=inputs, labels=labels).loss))
+    return float(np.mean(losses)) if losses else math.nan
+
+
+def _ckpt_dir(out_dir: Path, step: int) -> Path:
+    return out_dir / "checkpoints" / f"step-{step}"
+
+
+def _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step, history, out_dir: Path) -> None:
+    import torch
+
+    final = _ckpt_dir(out_dir, step)
+    tmp = final.with_name(final.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "generator": gen.get_state(),
+                "order_rng": order_rng.bit_generator.state, "perm": perm, "pos": pos, "step": step, "history": history},
+               tmp / "trainer_state.pt")
+    if final.exists():
+        import shutil
+
+        shutil.rmtree(final)
+    tmp.replace(final)  # a checkpoint either exists whole or not at all
+
+
+def _latest_checkpoint(out_dir: Path, steps: int) -> Path | None:
+    found = []
+    for p in (out_dir / "checkpoints").glob("step-*"):
+        m = re.fullmatch(r"step-(\d+)", p.name)
+        if m and (p / "trainer_state.pt").exists() and int(m.group(1)) <= steps:
+            found.append((int(m.group(1)), p))
+    return max(found)[1] if found else None
+
+
+def write_model_card(out_dir: Path, info: dict) -> None:
+    atomic_write_json(out_dir / "pretrain.json", info)
+    (out_dir / "README.md").write_text("micro-BERT pre-trained by plmclaims; see pretrain.json for data, seed and losses.\n")

@@ -1,0 +1,125 @@
+"""Atomic writes and the provenance every run's metrics.json carries."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+PACKAGES = ("plmclaims", "torch", "transformers", "datasets", "mteb", "lm-eval", "peft", "sentence-transformers",
+            "tokenizers", "numpy", "scipy", "snakemake")
+
+
+def _default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path | str, data) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, default=_default, allow_nan=True) + "\n")
+
+
+def atomic_save_npz(path: Path | str, **arrays) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=_default).encode()).hexdigest()[:16]
+
+
+def git_commit() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        commit = out.stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return commit + ("+dirty" if dirty and commit != "unknown" else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def device_info() -> dict:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["device"] = "cuda"
+            info["gpu"] = torch.cuda.get_device_name(0)
+        else:
+            info["device"] = "cpu"
+    except ImportError:
+        info["device"] = "cpu"
+    return info
+
+
+class Run:
+    """Times a unit of work and writes its metrics.json with provenance, atomically.
+
+    Usage: ``with Run(out, config, seed=1) as run: run.data_files.update(...); run.values = {...}``
+    """
+
+    def __init__(self, out: Path | str, config: dict, seed: int | None = None):
+        self.out, self.config, self.seed = Path(out), config, seed
+        self.values: dict = {}
+        self.data_files: dict[str, str] = {}
+
+    def __enter__(self):
+        self.t0 = time.time()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False  # never write a metrics.json for a failed run: snakemake reruns it
+        atomic_write_json(self.out, {"values": self.values, "provenance": self.provenance()})
+        return False
+
+    def provenance(self) -> dict:
+        return {"git_commit": git_commit(), "packages": package_versions(), "config": self.config,
+                "config_hash": config_hash(self.config), "data_sha256": self.data_files, "seed": self.seed,
+                "device": device_info(), "wall_time_s": round(time.time() - self.t0, 3),
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -1,0 +1,130 @@
+"""The claim report: claims.md, claims.csv, claims.json and a forest plot of reported vs measured."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from .provenance import atomic_write_json, atomic_write_text
+
+VERDICT_MEANING = {
+    "reproduced": "the judged relations hold (and, where this tier runs the paper's assets, magnitudes are within tolerance)",
+    "direction-holds": "the relations hold but a magnitude is off by more than the claim's tolerance",
+    "not-reproduced": "a judged relation is contradicted: its bootstrap interval lies entirely on the wrong side of the margin",
+    "inconclusive": "an interval straddles the margin, or the effect does not exceed the random-weights control",
+    "not-run": "this tier cannot provide a role the claim needs, or judges none of its checks; the reason is given",
+    "error": "a run or check failed",
+}
+
+
+def _fmt(x, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}f}"
+
+
+def _measured(m: dict) -> str:
+    if m.get("measured") is None:
+        return "not run"
+    seeds = m.get("seeds") or []
+    spread = f", {len(seeds)} seeds {min(seeds):.1f}–{max(seeds):.1f}" if len(seeds) > 1 else ""
+    return f"{_fmt(m['measured'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]{spread}"
+
+
+def _source(v: dict) -> str:
+    s = v["source"]
+    arxiv = f" (arXiv {s['arxiv']})" if s.get("arxiv") else ""
+    return f"{s['paper']}{arxiv}, {s['table']}"
+
+
+def rows(verdicts: list[dict]) -> list[dict]:
+    """One row per (claim, measurement): the flat form of the report (CSV, table)."""
+    out = []
+    for v in verdicts:
+        for name, m in v["measurements"].items():
+            out.append({"claim": v["id"], "seed_point": v["seed_point"], "tier": v["tier"], "verdict": v["verdict"],
+                        "source": _source(v), "measurement": name, "label": m.get("label", name),
+                        "reported": m.get("reported"), "measured": m.get("measured"), "ci_low": m.get("ci_low"),
+                        "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
+                        "random_weights": (m.get("random_weights") or {}).get("measured"), "note": m.get("reason", "")})
+    return out
+
+
+def markdown(verdicts: list[dict], tier: dict) -> str:
+    lines = [f"# Claim report: tier `{tier['name']}`", "", tier.get("description", ""), ""]
+    counts = {}
+    for v in verdicts:
+        counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+    lines += ["**Summary:** " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), ""]
+    lines += ["| claim | seed point | source | verdict | note |", "|---|---|---|---|---|"]
+    for v in verdicts:
+        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}** | {v['note']} |")
+    lines += ["", "## Measurements", "",
+              "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
+              f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",
+              "| claim | measurement | reported | measured [CI] | random weights | asset stands in for |", "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        for name, m in v["measurements"].items():
+            rw = m.get("random_weights")
+            lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {_measured(m)} | "
+                         f"{_fmt(rw['measured']) if rw else '—'} | {m.get('substitute_for') or '—'} |")
+        for name, c in v.get("controls", {}).items():
+            lines.append(f"| `{v['id']}` | control: {name} cosine | — | {_fmt(c['avg']['measured'])} "
+                         f"[{_fmt(c['avg']['ci_low'])}, {_fmt(c['avg']['ci_high'])}] | — | — |")
+    lines += ["", "## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        for c in v["checks"]:
+            d = (c.get("details") or [{}])[0]
+            est = f"{_fmt(d.get('estimate'))} [{_fmt(d.get('ci_low'))}, {_fmt(d.get('ci_high'))}]" if d.get("estimate") is not None else "—"
+            shown = c["outcome"] + (f" (measured: {c['measured_outcome']})" if c.get("measured_outcome") else "")
+            lines.append(f"| `{v['id']}` | {c['description']} | {c['scope']} | {shown} | {est} | {c.get('reason', '')} |")
+    notes = [(v["id"], v["tier_note"]) for v in verdicts if v.get("tier_note")]
+    notes += [(v["id"], f"expected at this tier: {e['verdict']} — {e['note']}") for v in verdicts for e in v.get("expected", [])]
+    if notes:
+        lines += ["", "## Protocol notes for this tier", ""] + [f"- `{i}`: {n}" for i, n in notes]
+    lines += ["", "## What a verdict at this tier means", "", tier.get("scope", "").strip(), ""]
+    lines += [f"- **{k}**: {m}." for k, m in VERDICT_MEANING.items()]
+    lines += ["", "Per-benchmark numbers, seeds, provenance and run paths are in `claims.json` and each run's `metrics.json`.", ""]
+    return "\n".join(lines)
+
+
+def forest_plot(verdicts: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    items = [(f"{v['id'].split('/')[-1]}: {m.get('label', n)}", m) for v in verdicts for n, m in v["measurements"].items()
+             if m.get("measured") is not None]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(items), 2) + 1.2))
+    for y, (label, m) in enumerate(reversed(items)):
+        ax.errorbar(m["measured"], y, xerr=[[m["measured"] - m["ci_low"]], [m["ci_high"] - m["measured"]]], fmt="o", color="C0",
+                    label="measured (95% CI)" if y == 0 else None)
+        if m.get("reported") is not None:
+            ax.plot(m["reported"], y, "x", color="C3", markersize=8, label="reported" if y == 0 else None)
+    ax.set_yticks(range(len(items)), [label for label, _ in reversed(items)], fontsize=8)
+    ax.set_xlabel("score x 100 (average over benchmarks)")
+    ax.set_title("Reported vs measured")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(out)
+
+
+def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
+    verdicts = sorted((json.loads(Path(p).read_text()) for p in verdict_files), key=lambda v: v["id"])
+    atomic_write_json(out_dir / "claims.json", verdicts)
+    buf = io.StringIO()
+    table = rows(verdicts)
+    writer = csv.DictWriter(buf, fieldnames=list(table[0]) if table else ["claim"])
+    writer.writeheader()
+    writer.writerows(table)
+    atomic_write_text(out_dir / "claims.csv", buf.getvalue())
+    atomic_write_text(out_dir / "claims.md", markdown(verdicts, tier))
+    forest_plot(verdicts, out_dir / "figures" / "forest.png")

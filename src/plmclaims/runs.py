@@ -1,0 +1,223 @@
+"""The units of work behind each Snakemake rule. Each function reads its inputs, does one thing,
+and writes its outputs atomically with provenance; the CLI wraps each one as a subcommand."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from . import encoders, plan
+from .data import sts
+from .errors import UserError
+from .evaluation import senteval
+from .methods import lexical, whitening
+from .provenance import Run, atomic_save_npz, atomic_write_json
+from .tiers import Instance
+
+log = logging.getLogger("plmclaims")
+SOURCE_OF_EVALUATOR = {"senteval": "sts", "mteb": "sts_mteb"}
+
+
+def split_for(evaluator: str, name: str) -> str:
+    """MTEB's SICK-R is all 9927 pairs; SentEval's is the 4927-pair test split."""
+    return "all" if (evaluator == "mteb" and name == "SICK-R") else "test"
+
+
+def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None) -> list[sts.StsData]:
+    source = tier["data"][SOURCE_OF_EVALUATOR[evaluator]]
+    out = []
+    for name in sts.BENCHMARKS:
+        data = sts.load(source, name, form, split_for(evaluator, name), data_root)
+        out.append(_subsample(data, tier["data"].get("max_pairs")))
+    return out
+
+
+def _subsample(data: sts.StsData, max_pairs: int | None) -> sts.StsData:
+    """A seeded sample of pairs, for test budgets only (the full files were counted first)."""
+    if not max_pairs or len(data) <= max_pairs:
+        return data
+    keep = np.sort(np.random.default_rng(0).choice(len(data), max_pairs, replace=False))
+    pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
+    return sts.StsData(data.name, data.form, data.split, pick(data.sentence1), pick(data.sentence2), data.scores[keep],
+                       pick(data.subsets), data.files, data.form_note + f"; sampled {max_pairs} of {len(data)} pairs")
+
+
+# ---------------------------------------------------------------- micro-BERT assets
+
+def build_corpus(out: Path) -> None:
+    from .models import microbert
+
+    with Run(out.with_suffix(".json"), {"what": "pretraining corpus"}) as run:
+        info = microbert.build_corpus(out)
+        run.values = info
+        run.data_files.update(info["sources"])
+
+
+def train_tokenizer(tier: dict, asset: str, corpus: Path, out_dir: Path) -> None:
+    from .models import microbert
+
+    spec = tier["assets"][asset]["model"]
+    microbert.train_tokenizer(corpus, int(spec["vocab"]), out_dir, int(spec["max_length"]))
+
+
+def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Path, out_dir: Path, threads: int | None) -> None:
+    import torch
+
+    from .models import microbert
+
+    if threads:
+        torch.set_num_threads(threads)
+    spec = tier["assets"][asset]
+    config = {"asset": asset, "model": spec["model"], "train": spec["train"], "tier": tier["name"]}
+    import treebank
+
+    valid = out_dir / "valid.txt"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    valid.write_text(treebank.penn["valid"].replace("<unk>", "[UNK]"))
+    with Run(out_dir / "metrics.json", config, seed=seed) as run:
+        run.values = microbert.pretrain(corpus, tokenizer_dir, spec["model"], spec["train"], seed, out_dir, valid_text=valid)
+        run.data_files[str(corpus)] = sts.sha256_file(corpus)
+    log.info("pretrain %s seed %d: train loss %.3f (unigram floor %.3f), valid %.3f", asset, seed,
+             run.values["train_loss_last50"], run.values["unigram_loss"], run.values.get("valid_loss", float("nan")))
+
+
+# ---------------------------------------------------------------- encode
+
+def _model_source(tier: dict, inst: Instance, resources: str) -> str:
+    spec = tier["assets"][inst.asset]
+    if inst.kind == "pretrain-mlm":
+        return plan.tokenizer_dir(resources, inst.asset) if inst.random else plan.model_dir(resources, tier, inst.name)
+    if spec["source"] == "package":
+        import importlib
+
+        return str(importlib.import_module(spec["package"]).get_model_path())
+    if spec["source"] == "local":
+        return spec["path"]
+    return spec["id"]
+
+
+def _load_encoder(tier: dict, inst: Instance, resources: str):
+    path = _model_source(tier, inst, resources)
+    if inst.kind == "pretrain-mlm" and inst.random:
+        # the random twin shares the tokenizer and architecture, not the weights
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        from .models.microbert import bert_config
+
+        torch.manual_seed(inst.seed)
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModel.from_config(bert_config(tier["assets"][inst.asset]["model"], len(tok)))
+        return model.eval(), tok, path
+    try:
+        model, tok = encoders.load_transformer(path, seed=inst.seed or 0, random_weights=inst.random)
+    except OSError as err:
+        raise UserError(f"model {path!r} for asset '{inst.asset}' could not be loaded ({str(err).splitlines()[0]}); "
+                        "with HF_HUB_OFFLINE=1 it must be prefetched first") from None
+    return model, tok, path
+
+
+def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str | None, resources: str, out: Path,
+           threads: int | None = None) -> None:
+    """One forward pass per benchmark, keeping every layer a pooling needs; writes vectors.npz."""
+    import torch
+
+    inst = Instance.parse(instance, tier)
+    enc = tier.get("encode", {})
+    if threads:
+        torch.set_num_threads(threads)
+    datasets = load_benchmarks(tier, evaluator, form, data_root)
+    config = {"instance": instance, "evaluator": evaluator, "form": form, "encode": enc, "tier": tier["name"],
+              "asset": tier["assets"][inst.asset]}
+    arrays, sentences, stats = {}, {}, {}
+    with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
+        if inst.kind == "static-vectors":
+            table = encoders.load_static_vectors(tier["assets"][inst.asset])
+            for d in datasets:
+                sents = d.sentences()
+                arrays[f"{d.name}::static"], stats[d.name] = table.encode(sents)
+                sentences[d.name] = sents
+        else:
+            model, tok, path = _load_encoder(tier, inst, resources)
+            max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
+            for d in datasets:
+                sents = d.sentences()
+                log.info("encode %s %s: %d sentences", instance, d.name, len(sents))
+                vecs = encoders.encode_layers(model, tok, sents, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+                arrays.update({f"{d.name}::{k}": v for k, v in vecs.items()})
+                sentences[d.name] = sents
+                stats[d.name] = {"sentences": len(sents), "max_length": max_len}
+            run.values["model"] = path
+        for d in datasets:
+            run.data_files.update(d.files)
+        run.values["datasets"] = stats
+        atomic_write_json(out.with_name("sentences.json"), sentences)
+        atomic_save_npz(out, **arrays)
+
+
+def _vectors_for(npz, name: str) -> dict[str, np.ndarray]:
+    prefix = f"{name}::"
+    return {k[len(prefix):]: npz[k] for k in npz.files if k.startswith(prefix)}
+
+
+# ---------------------------------------------------------------- score
+
+def sentence_vectors(vecs: dict[str, np.ndarray], method: str) -> np.ndarray:
+    return vecs["static"] if method == "static-average" else encoders.pool(vecs, method)
+
+
+def _postprocess(x: np.ndarray, post: str, fit_vectors: np.ndarray | None) -> tuple[np.ndarray, dict]:
+    if post == "none":
+        return x, {}
+    name, _, rest = post.partition("-")
+    if name != "whitening":
+        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-<fit>[-k<dim>]")
+    fit_on, _, k = rest.partition("-k")
+    mu, w = whitening.fit(fit_vectors if fit_vectors is not None else x, int(k) if k else None)
+    return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(fit_vectors) if fit_vectors is not None else len(x))}
+
+
+def score(tier: dict, run_spec: plan.ScoreRun, data_root: str | None, vectors: Path | None, out: Path) -> None:
+    """Cosine per pair for one (instance, form, method, post) on every benchmark; writes metrics.json + predictions.npz."""
+    datasets = load_benchmarks(tier, run_spec.evaluator, run_spec.form, data_root)
+    config = {"run": run_spec.__dict__, "tier": tier["name"]}
+    preds, values = {}, {}
+    inst = Instance.parse(run_spec.instance, tier)
+    with Run(out, config, seed=inst.seed) as run:
+        npz = np.load(vectors) if vectors is not None else None
+        sentence_lists = json.loads(vectors.with_name("sentences.json").read_text()) if vectors is not None else {}
+        mteb_inputs = []
+        for d in datasets:
+            run.data_files.update(d.files)
+            if run_spec.method in ("bow-cosine", "tfidf-cosine"):
+                pred = lexical.cosine_scores(d.sentence1, d.sentence2, run_spec.method.split("-")[0])
+                extra = {}
+            else:
+                sents = sentence_lists[d.name]
+                x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
+                x, extra = _postprocess(x, run_spec.post, None)
+                pred = senteval.pair_predictions(d, x, sents)
+                mteb_inputs.append((d, x, sents))
+            preds[f"{d.name}::pred"] = pred
+            preds[f"{d.name}::gold"] = d.scores
+            preds[f"{d.name}::subsets"] = np.asarray(d.subsets)
+            values[d.name] = {**senteval.score(pred, d), **extra, "text_form_note": d.form_note}
+        if run_spec.evaluator == "mteb":
+            _add_mteb_scores(run_spec, mteb_inputs, values)
+        run.values = {"benchmarks": values}
+        atomic_save_npz(out.with_name("predictions.npz"), **preds)
+
+
+def _add_mteb_scores(run_spec: plan.ScoreRun, inputs: list, values: dict) -> None:
+    """Score the same vectors through mteb.evaluate and record both numbers and their difference."""
+    from .evaluation import mteb_sts
+
+    for d, x, sents in inputs:
+        index = {s: i for i, s in enumerate(sents)}
+        name = f"{run_spec.instance}-{run_spec.form}-{run_spec.method}-{run_spec.post}-{d.name}"
+        model = mteb_sts.VectorEncoder(name, lambda texts, x=x, index=index: x[[index[t] for t in texts]], x.shape[1])
+        res = mteb_sts.evaluate(model, [d])[d.name]
+        values[d.name]["mteb_main_score"] = res["main_score"]
+        values[d.name]["mteb_minus_own"] = res["main_score"] - values[d.name]["all"]

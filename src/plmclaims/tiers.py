@@ -1,0 +1,89 @@
+"""Tiers: a named budget plus the mapping from the model roles claims name to concrete assets."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .schema import read_yaml, validate
+
+TIERS_DIR = Path(__file__).resolve().parents[2] / "workflows" / "tiers"
+
+
+def tier_path(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml"):
+        return p
+    path = TIERS_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        allowed = sorted(q.stem for q in TIERS_DIR.glob("*.yaml"))
+        raise UserError(f"config field 'tier': got {name_or_path!r}; allowed values: {', '.join(allowed)} (or a path to a tier YAML)")
+    return path
+
+
+def load_tier(name_or_path: str) -> dict:
+    path = tier_path(name_or_path)
+    tier = read_yaml(path)
+    validate(tier, "tier", path)
+    for role, spec in tier["roles"].items():
+        if "asset" in spec and spec["asset"] not in tier["assets"]:
+            raise UserError(f"{path}: field 'roles.{role}.asset': got {spec['asset']!r}; allowed values: {', '.join(tier['assets'])}")
+    tier["_path"] = str(path)
+    return tier
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One concrete model to run: an asset, a seed, and whether its weights are random (the control)."""
+
+    asset: str
+    kind: str
+    seed: int | None = None
+    random: bool = False
+
+    @property
+    def name(self) -> str:
+        if self.random:
+            return f"{self.asset}.random-s{self.seed}"
+        return f"{self.asset}.s{self.seed}" if self.seed is not None else self.asset
+
+    @staticmethod
+    def parse(name: str, tier: dict) -> "Instance":
+        asset, _, suffix = name.partition(".")
+        if asset not in tier["assets"]:
+            raise UserError(f"instance {name!r}: asset {asset!r} not in tier {tier['name']}; allowed values: {', '.join(tier['assets'])}")
+        kind = tier["assets"][asset]["kind"]
+        if not suffix:
+            return Instance(asset, kind)
+        random = suffix.startswith("random-")
+        seed = int(suffix.removeprefix("random-").removeprefix("s"))
+        return Instance(asset, kind, seed, random)
+
+
+def instances(tier: dict, asset: str) -> list[Instance]:
+    """The trained instances of an asset: one per seed for models the workflow trains."""
+    spec = tier["assets"][asset]
+    if spec["kind"] == "pretrain-mlm":
+        return [Instance(asset, spec["kind"], s) for s in spec.get("seeds", [0])]
+    return [Instance(asset, spec["kind"])]
+
+
+def random_twins(tier: dict, asset: str) -> list[Instance]:
+    """The same architecture and tokenizer with random weights, one per control seed."""
+    spec = tier["assets"][asset]
+    if spec["kind"] not in ("pretrain-mlm", "transformer"):
+        return []
+    return [Instance(asset, spec["kind"], s, random=True) for s in tier.get("controls", {}).get("random_weights_seeds", [1])]
+
+
+def with_overrides(tier: dict, overrides: dict | None) -> dict:
+    """A copy of the tier with dotted-key overrides applied (e.g. {'bootstrap.resamples': 100})."""
+    tier = copy.deepcopy(tier)
+    for key, value in (overrides or {}).items():
+        node = tier
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return tier

@@ -1,0 +1,283 @@
+"""Verdicts: a claim's checks decided on run metrics with a paired bootstrap.
+
+Check outcomes: holds, contradicted (significantly), inconclusive (the interval straddles the
+margin), not-judged (shown, but this tier cannot judge it: a semantic-quality check at a tier that
+judges mechanics, or a magnitude measured on a substitute asset), not-run, error.
+
+Claim verdicts (DESIGN.md): reproduced, direction-holds, not-reproduced, inconclusive, not-run, error.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import stats
+from .plan import ClaimPlan, ScoreRun
+
+VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")
+
+
+@dataclass
+class Series:
+    """Per-seed predictions of one measurement on every benchmark, with bootstrap samples per target."""
+
+    preds: dict[str, list[np.ndarray]]
+    point: dict[str, float] = field(default_factory=dict)
+    seeds: dict[str, list[float]] = field(default_factory=dict)
+    samples: dict[str, np.ndarray] = field(default_factory=dict)
+    extra: dict[str, dict] = field(default_factory=dict)
+
+
+def _load_run(run: ScoreRun, results: str):
+    path = Path(run.path(results))
+    metrics = json.loads(path.read_text())
+    npz = np.load(path.with_name("predictions.npz"))
+    return metrics, npz
+
+
+class Evidence:
+    """Loads every run a claim needs and bootstraps them on shared resamples (so differences are paired)."""
+
+    def __init__(self, cplan: ClaimPlan, tier: dict, results: str):
+        self.cplan, self.tier, self.results = cplan, tier, results
+        proto = cplan.claim.protocol
+        self.how = proto.get("aggregation", "all")
+        self.scale = float(proto.get("scale", 100))
+        self.benchmarks = list(proto["benchmarks"])
+        boot = tier["bootstrap"]
+        self.confidence = float(boot.get("confidence", 0.95))
+        self.gold, self.subsets, self.indices = {}, {}, {}
+        self._rng = np.random.default_rng(int(boot.get("seed", 0)))
+        self._resamples = int(boot["resamples"])
+
+    def series(self, runs: list[ScoreRun]) -> Series:
+        preds: dict[str, list[np.ndarray]] = {b: [] for b in self.benchmarks}
+        extra: dict[str, dict] = {}
+        for run in runs:
+            metrics, npz = _load_run(run, self.results)
+            for b in self.benchmarks:
+                preds[b].append(npz[f"{b}::pred"])
+                if b not in self.gold:
+                    self.gold[b], self.subsets[b] = npz[f"{b}::gold"], npz[f"{b}::subsets"]
+                    self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
+                extra.setdefault(b, {}).update({k: v for k, v in metrics["values"]["benchmarks"][b].items()
+                                                if k.startswith("mteb")})
+        s = Series(preds, extra=extra)
+        for b in self.benchmarks:
+            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how) * self.scale for p in preds[b]]
+            s.point[b] = float(np.mean(s.seeds[b]))
+            s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b], self.scale)
+        s.point["avg"] = float(np.mean([s.point[b] for b in self.benchmarks]))
+        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(len(runs))]
+        s.samples["avg"] = np.mean([s.samples[b] for b in self.benchmarks], axis=0)
+        return s
+
+    def ci(self, samples: np.ndarray) -> tuple[float, float]:
+        return stats.interval(samples, self.confidence)
+
+
+def _targets(check: dict) -> list[str]:
+    on = check.get("target", "avg")
+    return [on] if isinstance(on, str) else list(on)
+
+
+def _decide(samples: np.ndarray, point: float, evidence: Evidence, margin: float = 0.0) -> dict:
+    lo, hi = evidence.ci(samples)
+    outcome = "holds" if lo > margin else "contradicted" if hi < margin else "inconclusive"
+    return {"estimate": point, "ci_low": lo, "ci_high": hi, "outcome": outcome}
+
+
+def _combine(outcomes: list[str]) -> str:
+    if "error" in outcomes:
+        return "error"
+    if "contradicted" in outcomes:
+        return "contradicted"
+    if "inconclusive" in outcomes:
+        return "inconclusive"
+    return "holds"
+
+
+def describe(check: dict) -> str:
+    t = check["type"]
+    on = check.get("target", "avg")
+    on = on if isinstance(on, str) else ", ".join(on)
+    if t in ("greater", "less"):
+        m = f" by {check['margin']}" if check.get("margin") else ""
+        return f"{check['a']} {'>' if t == 'greater' else '<'} {check['b']}{m} on {on}"
+    if t == "ordering":
+        return f"{' > '.join(check['order'])} on {on}"
+    if t == "approx-equal":
+        return f"|{check['a']} - {check['b']}| <= {check['delta']} on {on}"
+    if t == "ratio":
+        return f"{check['a']} >= {check['ratio']} x {check['b']} on {on}"
+    if t == "reproduces":
+        return f"{check['measurement']} within {check.get('tolerance', 'tolerance')} of reported on {on}"
+    return f"{check['measurement']} {check['shape']} over {check['axis']}"
+
+
+def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
+    claim = cplan.claim
+    ev = Evidence(cplan, tier, results)
+    series: dict[str, Series] = {}
+    controls: dict[str, Series] = {}
+    for name, pm in cplan.measurements.items():
+        if pm.status == "ok":
+            series[name] = ev.series(pm.runs)
+            if pm.controls:
+                controls[name] = ev.series(pm.controls)
+    lexical = {k: ev.series([run]) for k, run in cplan.lexical.items()}
+
+    checks = [_evaluate_check(i, c, cplan, tier, ev, series, controls) for i, c in enumerate(claim.checks)]
+    verdict, note = _claim_verdict(checks, cplan, tier, series, claim.tolerance)
+    expected = [e for e in claim.data.get("expected", []) if e["tier"] == tier["name"]]
+    return {
+        "id": claim.id, "version": claim.data["version"], "seed_point": claim.data["seed_point"], "tier": tier["name"],
+        "statement": claim.data["statement"], "source": claim.data["source"], "protocol": claim.protocol,
+        "verdict": verdict, "note": note,
+        "expected": expected, "matches_expected": all(e["verdict"] == verdict for e in expected) if expected else None,
+        "tier_note": claim.data.get("tier_notes", {}).get(tier["name"], ""),
+        "measurements": {name: _measurement_summary(pm, series.get(name), controls.get(name), ev) for name, pm in cplan.measurements.items()},
+        "controls": {k: _series_summary(s, ev) for k, s in lexical.items()},
+        "checks": checks,
+        "runs": sorted({r.path(results) for r in cplan.score_runs()}),
+    }
+
+
+def _series_summary(s: Series, ev: Evidence) -> dict:
+    out = {}
+    for t in ev.benchmarks + ["avg"]:
+        lo, hi = ev.ci(s.samples[t])
+        out[t] = {"measured": s.point[t], "ci_low": lo, "ci_high": hi, "seeds": s.seeds[t]}
+        if t in s.extra and s.extra[t]:
+            out[t].update(s.extra[t])
+    return out
+
+
+def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence) -> dict:
+    m = pm.measurement
+    out = {"label": m.label, "role": m.role, "method": m.method, "postprocess": m.postprocess, "status": pm.status,
+           "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
+           "instances": [r.instance for r in pm.runs], "reported": m.reported.get("avg")}
+    if s is None:
+        out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})
+        return out
+    per = _series_summary(s, ev)
+    for b, row in per.items():
+        row["reported"] = m.reported.get(b)
+    out.update({"measured": per["avg"]["measured"], "ci_low": per["avg"]["ci_low"], "ci_high": per["avg"]["ci_high"],
+                "seeds": per["avg"]["seeds"], "per_benchmark": per})
+    if ctrl is not None:
+        out["random_weights"] = _series_summary(ctrl, ev)["avg"]
+    return out
+
+
+def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evidence,
+                    series: dict[str, Series], controls: dict[str, Series]) -> dict:
+    t = check["type"]
+    scope = check.get("scope", "semantic")
+    row = {"index": i, "type": t, "description": describe(check), "scope": scope, "note": check.get("note", "")}
+    names = [check[k] for k in ("measurement", "a", "b") if k in check] + check.get("order", [])
+    missing = [n for n in names if n not in series]
+    if t == "trend":
+        return {**row, "outcome": "not-run", "reason": "trend checks arrive with the probing family"}
+    if t == "ratio" and check.get("quantity") == "trained-params":
+        return {**row, "outcome": "not-run", "reason": "trained-parameter ratios arrive with the PEFT family"}
+    if missing:
+        reasons = "; ".join(f"{n}: {cplan.measurements[n].reason}" for n in missing)
+        return {**row, "outcome": "not-run", "reason": reasons}
+    judged = scope in tier["judges"]
+    row["judged"] = judged
+    details = []
+    for target in _targets(check):
+        S = lambda n: series[n].samples[target]  # noqa: E731
+        P = lambda n: series[n].point[target]  # noqa: E731
+        if t in ("greater", "less"):
+            a, b = (check["a"], check["b"]) if t == "greater" else (check["b"], check["a"])
+            details.append({"on": target, **_decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0))})
+        elif t == "ordering":
+            parts = [_decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0)) for a, b in zip(check["order"], check["order"][1:])]
+            details.append({"on": target, "pairs": parts, "outcome": _combine([p["outcome"] for p in parts]),
+                            "estimate": min(p["estimate"] for p in parts),
+                            "ci_low": min(p["ci_low"] for p in parts), "ci_high": min(p["ci_high"] for p in parts)})
+        elif t == "approx-equal":
+            d = S(check["a"]) - S(check["b"])
+            lo, hi = ev.ci(d)
+            delta = check["delta"]
+            outcome = "holds" if (-delta <= lo and hi <= delta) else "contradicted" if (lo > delta or hi < -delta) else "inconclusive"
+            details.append({"on": target, "estimate": P(check["a"]) - P(check["b"]), "ci_low": lo, "ci_high": hi, "outcome": outcome})
+        elif t == "ratio":
+            r = check["ratio"]
+            details.append({"on": target, **_decide(S(check["a"]) - r * S(check["b"]), P(check["a"]) - r * P(check["b"]), ev)})
+        elif t == "reproduces":
+            name = check["measurement"]
+            reported = cplan.measurements[name].measurement.reported.get(target)
+            tol = float(check.get("tolerance", cplan.claim.tolerance))
+            lo, hi = ev.ci(S(name))
+            if reported is None:
+                details.append({"on": target, "outcome": "not-run", "reason": f"no reported value for {target}"})
+                continue
+            diff = P(name) - reported
+            details.append({"on": target, "estimate": P(name), "reported": reported, "difference": diff, "tolerance": tol,
+                            "ci_low": lo, "ci_high": hi, "outcome": "holds" if abs(diff) <= tol else "contradicted"})
+            if cplan.measurements[name].substitute:
+                judged = False
+                row["reason"] = f"magnitudes are not judged on a substitute asset ({cplan.measurements[name].substitute})"
+    row["details"] = details
+    row["outcome"] = _combine([d["outcome"] for d in details if d["outcome"] != "not-run"]) if any(d["outcome"] != "not-run" for d in details) else "not-run"
+    if check.get("control") == "random-weights" and row["outcome"] == "holds":
+        row["control"] = _control(check, series, controls, ev)
+        if row["control"]["outcome"] != "holds":
+            row["outcome"] = "inconclusive"
+            row["reason"] = (f"the relation holds, but {row['control']['measurement']} does not beat the same network with random weights "
+                             f"({row['control']['estimate']:+.2f} [{row['control']['ci_low']:+.2f}, {row['control']['ci_high']:+.2f}])")
+    if not judged and row["outcome"] not in ("not-run", "error"):
+        row["measured_outcome"] = row["outcome"]
+        row["outcome"] = "not-judged"
+        row.setdefault("reason", f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}")
+    return row
+
+
+def _control(check: dict, series: dict[str, Series], controls: dict[str, Series], ev: Evidence) -> dict:
+    """Trained minus random weights for the winning side of the relation, on the check's first target."""
+    winner = check.get("a") if check["type"] != "less" else check.get("b")
+    winner = winner or check.get("order", [None])[0] or check.get("measurement")
+    target = _targets(check)[0]
+    if winner not in controls:
+        return {"measurement": winner, "outcome": "not-run", "estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
+                "reason": "no random-weights control planned for this measurement"}
+    d = series[winner].samples[target] - controls[winner].samples[target]
+    return {"measurement": winner, "on": target, **_decide(d, series[winner].point[target] - controls[winner].point[target], ev)}
+
+
+def _claim_verdict(checks: list[dict], cplan: ClaimPlan, tier: dict, series: dict, tolerance: float) -> tuple[str, str]:
+    judged = [c for c in checks if c["outcome"] in ("holds", "contradicted", "inconclusive", "error")]
+    if any(c["outcome"] == "error" for c in checks):
+        return "error", "a check failed to evaluate"
+    if not judged:
+        reasons = sorted({c.get("reason", "") for c in checks if c.get("reason")})
+        return "not-run", "; ".join(reasons) or "no check can be judged at this tier"
+    outcomes = [c["outcome"] for c in judged]
+    skipped = [c for c in checks if c not in judged]
+    tail = f" {len(skipped)} check(s) shown but not judged at this tier." if skipped else ""
+    if "contradicted" in outcomes:
+        return "not-reproduced", "a judged relation is contradicted significantly." + tail
+    if "inconclusive" in outcomes:
+        reasons = "; ".join(c.get("reason", "the interval straddles the margin") for c in judged if c["outcome"] == "inconclusive")
+        return "inconclusive", reasons + "." + tail
+    off = []
+    for name, s in series.items():
+        pm = cplan.measurements[name]
+        reported = pm.measurement.reported.get("avg")
+        if pm.substitute or reported is None:
+            continue
+        if abs(s.point["avg"] - reported) > tolerance:
+            off.append(f"{name} {s.point['avg']:.2f} vs {reported:.2f}")
+    if off:
+        return "direction-holds", f"the relations hold, but magnitudes are off by more than {tolerance}: {', '.join(off)}." + tail
+    judged_mag = any(not cplan.measurements[n].substitute and cplan.measurements[n].measurement.reported for n in series)
+    if not judged_mag:
+        return "reproduced", "relations only: magnitudes are not judged on this tier's substitute assets." + tail
+    return "reproduced", "relations hold and magnitudes are within tolerance." + tail

@@ -1,0 +1,42 @@
+# Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds.
+
+
+rule corpus:
+    output:
+        f"{RES}/corpus/pretrain.txt",
+    log:
+        f"{RES}/logs/corpus.log",
+    shell:
+        "plmclaims corpus --out {output} > {log} 2>&1"
+
+
+rule tokenizer:
+    input:
+        f"{RES}/corpus/pretrain.txt",
+    output:
+        f"{RES}/tokenizers/{{asset}}/tokenizer.json",
+    params:
+        out=lambda wc, output: os.path.dirname(output[0]),
+    log:
+        f"{RES}/logs/tokenizer-{{asset}}.log",
+    shell:
+        "plmclaims tokenizer --tier {TIER_ARG} --asset {wildcards.asset} --corpus {input} --out {params.out} > {log} 2>&1"
+
+
+rule pretrain:
+    input:
+        corpus=f"{RES}/corpus/pretrain.txt",
+        tokenizer=f"{RES}/tokenizers/{{asset}}/tokenizer.json",
+    output:
+        f"{RES}/models/{{asset}}.s{{seed}}/metrics.json",
+    params:
+        out=lambda wc, output: os.path.dirname(output[0]),
+        tokenizer=lambda wc, input: os.path.dirname(input.tokenizer),
+    threads: THREADS
+    resources:
+        gpu=0,
+    log:
+        f"{RES}/logs/pretrain-{{asset}}.s{{seed}}.log",
+    shell:
+        "plmclaims pretrain --tier {TIER_ARG} --asset {wildcards.asset} --seed {wildcards.seed} --corpus {input.corpus} "
+        "--tokenizer {params.tokenizer} --out {params.out} --threads {threads} > {log} 2>&1"

@@ -1,0 +1,39 @@
+# Load and validate claims and the tier before any compute, and expand the runs they need.
+# A malformed file stops here with one line naming the file, the field and the allowed values.
+import sys
+
+from plmclaims import plan as P
+from plmclaims.claims import load_claims
+from plmclaims.errors import UserError
+from plmclaims.schema import validate
+from plmclaims.tiers import load_tier
+
+try:
+    validate(config, "config", "config (config/config.yaml + --config)")
+    TIER = load_tier(config["tier"])
+    CLAIMS = load_claims(config["claims_dir"], config.get("claims") or None)
+except UserError as err:
+    sys.stderr.write(f"plmclaims: error: {err}\n")
+    sys.exit(2)
+
+PLANS = {p.claim.slug: p for p in P.plan_all(CLAIMS, TIER)}
+TIER_ARG = TIER["_path"]  # the CLI reloads the same tier file inside each job
+R = f"{config['results']}/{TIER['name']}"
+RES = f"{config['resources']}/{TIER['name']}"
+DATA_ROOT = config["data_root"]
+THREADS = int(config.get("threads_per_job", 1))
+REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png"]
+
+wildcard_constraints:
+    asset=r"[a-z0-9-]+",
+    seed=r"\d+",
+    instance=r"[a-z0-9.-]+",
+    evaluator=r"senteval|mteb",
+    form=r"raw|tokenised",
+    method=r"[a-z0-9-]+",
+    post=r"[a-z0-9-]+",
+    slug=r"[a-z0-9-]+",
+
+
+def asset_spec(asset):
+    return TIER["assets"][asset]

@@ -1,0 +1,15 @@
+# The claim report: Markdown table, CSV, JSON and the forest plot.
+
+
+rule report:
+    input:
+        expand(f"{R}/claims/{{slug}}.json", slug=sorted(PLANS)),
+    output:
+        md=report(f"{R}/claims.md", caption="../report/claims.rst", category="Claims"),
+        csv=f"{R}/claims.csv",
+        json=f"{R}/claims.json",
+        forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
+    log:
+        f"{R}/logs/report.log",
+    shell:
+        "plmclaims report --tier {TIER_ARG} --out-dir {R} {input} > {log} 2>&1"

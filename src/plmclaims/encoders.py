@@ -168,7 +168,7 @@ def load_static_vectors(spec: dict) -> StaticVectors:
 def load_word_embedding_model(name_or_path: str) -> StaticVectors:
     """A sentence-transformers word-embedding model (e.g. average_word_embeddings_glove.840B.300d)."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import WordEmbeddings
+    from sentence_transformers.sentence_transformer.modules import WordEmbeddings
 
     try:
         st = SentenceTransformer(name_or_path, device="cpu")

@@ -33,8 +33,7 @@ rule pretrain:
         out=lambda wc, output: os.path.dirname(output[0]),
         tokenizer=lambda wc, input: os.path.dirname(input.tokenizer),
     threads: THREADS
-    resources:
-        gpu=0,
+    priority: 10  # the long pole: start pre-training before cheap encode jobs
     log:
         f"{RES}/logs/pretrain-{{asset}}.s{{seed}}.log",
     shell:

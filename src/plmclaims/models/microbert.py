@@ -151,7 +151,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
     model = BertForMaskedLM(bert_config(arch, len(tokenizer)))
     opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
     warmup = int(train.get("warmup", max(1, steps // 10)))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    sched = _schedule(opt, warmup, steps)
     gen = torch.Generator().manual_seed(seed)
     checkpoints = sorted(set(int(c) for c in train.get("checkpoints", [])) | {steps})
     start, history = 0, []
@@ -160,11 +160,13 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         state = torch.load(resume / "trainer_state.pt", weights_only=False)
         model = BertForMaskedLM.from_pretrained(str(resume))
         opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
+        sched = _schedule(opt, warmup, steps)
+        # the optimiser state is loaded after the scheduler is built: building it resets the learning rate
         opt.load_state_dict(state["optimizer"])
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
         sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"])
         order_rng.bit_generator.state = state["order_rng"]
+        torch.set_rng_state(state["torch_rng"])  # dropout draws from the global generator
         start, history = state["step"], state["history"]
     model.train()
     perm = state["perm"] if resume is not None else order_rng.permutation(len(blocks))
@@ -182,7 +184,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        history.append(round(float(loss), 4))
+        history.append(round(loss.item(), 4))
         bar.update(1)
         if (step + 1) % 50 == 0:
             bar.set_postfix(loss=f"{np.mean(history[-50:]):.3f}")
@@ -212,6 +214,13 @@ def evaluate_mlm(model, tokenizer, text: Path, length: int, seed: int, max_block
     return float(np.mean(losses)) if losses else math.nan
 
 
+def _schedule(opt, warmup: int, steps: int):
+    """Linear warm-up to the peak learning rate, then linear decay to zero at the last step."""
+    import torch
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+
+
 def _ckpt_dir(out_dir: Path, step: int) -> Path:
     return out_dir / "checkpoints" / f"step-{step}"
 
@@ -225,7 +234,7 @@ def _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, st
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "generator": gen.get_state(),
-                "order_rng": order_rng.bit_generator.state, "perm": perm, "pos": pos, "step": step, "history": history},
+                "order_rng": order_rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "perm": perm, "pos": pos, "step": step, "history": history},
                tmp / "trainer_state.pt")
     if final.exists():
         import shutil

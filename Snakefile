@@ -1,11 +1,13 @@
 # plmclaims: replicate published claims about pre-trained language models.
 #   snakemake --cores 2 --config tier=micro data_root=../shared/data
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "workflows/rules/common.smk"

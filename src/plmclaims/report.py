@@ -73,7 +73,24 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         for name, c in v.get("controls", {}).items():
             lines.append(f"| `{v['id']}` | control: {name} cosine | — | {_fmt(c['avg']['measured'])} "
                          f"[{_fmt(c['avg']['ci_low'])}, {_fmt(c['avg']['ci_high'])}] | — | — |")
-    lines += ["", "## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Per benchmark", "", "Measured (reported) per benchmark, under each claim's aggregation.", ""]
+    for v in verdicts:
+        ran = {n: m for n, m in v["measurements"].items() if m.get("per_benchmark")}
+        if not ran:
+            continue
+        bench = v["protocol"]["benchmarks"]
+        lines += [f"`{v['id']}` ({v['protocol'].get('evaluator', 'senteval')}, {v['protocol'].get('aggregation', 'all')}, "
+                  f"{v['protocol'].get('text_form', '')} text)", "", "| measurement | " + " | ".join(bench) + " |",
+                  "|---" * (len(bench) + 1) + "|"]
+        for name, m in ran.items():
+            cells = []
+            for b in bench:
+                row = m["per_benchmark"][b]
+                rep = f" ({_fmt(row.get('reported'))})" if row.get("reported") is not None else ""
+                cells.append(f"{_fmt(row['measured'])}{rep}")
+            lines.append(f"| {m.get('label', name)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         for c in v["checks"]:
             d = (c.get("details") or [{}])[0]

@@ -156,11 +156,20 @@ def _series_summary(s: Series, ev: Evidence) -> dict:
     return out
 
 
+def _reported_avg(m, benchmarks: list[str]) -> float | None:
+    """The reported average, or the mean of the reported per-benchmark values when the source gives only those."""
+    if "avg" in m.reported:
+        return m.reported["avg"]
+    if all(b in m.reported for b in benchmarks):
+        return float(np.mean([m.reported[b] for b in benchmarks]))
+    return None
+
+
 def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence) -> dict:
     m = pm.measurement
     out = {"label": m.label, "role": m.role, "method": m.method, "postprocess": m.postprocess, "status": pm.status,
            "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
-           "instances": [r.instance for r in pm.runs], "reported": m.reported.get("avg")}
+           "instances": [r.instance for r in pm.runs], "reported": _reported_avg(m, ev.benchmarks)}
     if s is None:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})
         return out

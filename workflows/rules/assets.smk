@@ -7,7 +7,7 @@ rule corpus:
     log:
         f"{RES}/logs/corpus.log",
     shell:
-        "plmclaims corpus --out {output} > {log} 2>&1"
+        "{CLI} corpus --out {output} > {log} 2>&1"
 
 
 rule tokenizer:
@@ -20,7 +20,7 @@ rule tokenizer:
     log:
         f"{RES}/logs/tokenizer-{{asset}}.log",
     shell:
-        "plmclaims tokenizer --tier {TIER_ARG} --asset {wildcards.asset} --corpus {input} --out {params.out} > {log} 2>&1"
+        "{CLI} tokenizer --tier {TIER_ARG} --asset {wildcards.asset} --corpus {input} --out {params.out} > {log} 2>&1"
 
 
 rule pretrain:
@@ -37,5 +37,5 @@ rule pretrain:
     log:
         f"{RES}/logs/pretrain-{{asset}}.s{{seed}}.log",
     shell:
-        "plmclaims pretrain --tier {TIER_ARG} --asset {wildcards.asset} --seed {wildcards.seed} --corpus {input.corpus} "
+        "{CLI} pretrain --tier {TIER_ARG} --asset {wildcards.asset} --seed {wildcards.seed} --corpus {input.corpus} "
         "--tokenizer {params.tokenizer} --out {params.out} --threads {threads} > {log} 2>&1"

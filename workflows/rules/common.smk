@@ -22,6 +22,8 @@ R = f"{config['results']}/{TIER['name']}"
 RES = f"{config['resources']}/{TIER['name']}"
 DATA_ROOT = config["data_root"]
 THREADS = int(config.get("threads_per_job", 1))
+# jobs call the CLI through this interpreter, so the workflow runs from a venv without activating it
+CLI = f"{sys.executable} -m plmclaims.cli"
 REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png"]
 
 wildcard_constraints:
@@ -34,6 +36,3 @@ wildcard_constraints:
     post=r"[a-z0-9-]+",
     slug=r"[a-z0-9-]+",
 
-
-def asset_spec(asset):
-    return TIER["assets"][asset]

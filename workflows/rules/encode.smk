@@ -11,5 +11,5 @@ rule encode:
     log:
         f"{R}/logs/encode/{{evaluator}}-{{instance}}-{{form}}.log",
     shell:
-        "plmclaims encode --tier {TIER_ARG} --instance {wildcards.instance} --evaluator {wildcards.evaluator} "
+        "{CLI} encode --tier {TIER_ARG} --instance {wildcards.instance} --evaluator {wildcards.evaluator} "
         "--form {wildcards.form} --data-root {DATA_ROOT} --resources {RES} --out {output.vectors} --threads {threads} > {log} 2>&1"

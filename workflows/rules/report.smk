@@ -12,4 +12,4 @@ rule report:
     log:
         f"{R}/logs/report.log",
     shell:
-        "plmclaims report --tier {TIER_ARG} --out-dir {R} {input} > {log} 2>&1"
+        "{CLI} report --tier {TIER_ARG} --out-dir {R} {input} > {log} 2>&1"

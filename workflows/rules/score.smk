@@ -17,6 +17,6 @@ rule score:
     log:
         f"{R}/logs/score/{{evaluator}}-{{instance}}-{{form}}-{{method}}-{{post}}.log",
     shell:
-        "plmclaims score --tier {TIER_ARG} --evaluator {wildcards.evaluator} --instance {wildcards.instance} "
+        "{CLI} score --tier {TIER_ARG} --evaluator {wildcards.evaluator} --instance {wildcards.instance} "
         "--form {wildcards.form} --method {wildcards.method} --post {wildcards.post} --data-root {DATA_ROOT} "
         "{params.vectors} --out {output.metrics} > {log} 2>&1"

@@ -10,5 +10,5 @@ rule verdict:
     log:
         f"{R}/logs/verdict-{{slug}}.log",
     shell:
-        "plmclaims verdict --tier {TIER_ARG} --claims-dir {config[claims_dir]} --claim {wildcards.slug} --results {R} "
+        "{CLI} verdict --tier {TIER_ARG} --claims-dir {config[claims_dir]} --claim {wildcards.slug} --results {R} "
         "--out {output} > {log} 2>&1"

@@ -69,18 +69,16 @@ def cmd_score(args) -> None:
 def cmd_verdict(args) -> None:
     from .claims import load_claims
     from .plan import plan_claim
-    from .provenance import Run
+    from .provenance import Run, atomic_write_json
     from .verdicts import decide_claim
 
     tier = _tier(args)
     claim = next((c for c in load_claims(args.claims_dir) if c.slug == args.claim or c.id == args.claim), None)
     if claim is None:
         raise UserError(f"claim {args.claim!r} not found under {args.claims_dir}")
-    with Run(Path(args.out).with_suffix(".provenance.json"), {"claim": claim.data, "tier": tier["name"]}) as run:
+    with Run(None, {"claim": claim.data, "tier": {k: v for k, v in tier.items() if not k.startswith("_")}}) as run:
         result = decide_claim(plan_claim(claim, tier), tier, args.results)
-        run.values = {"verdict": result["verdict"]}
-    from .provenance import atomic_write_json
-
+    result["provenance"] = run.provenance()
     atomic_write_json(args.out, result)
     print(f"{claim.id}: {result['verdict']} — {result['note']}")
 

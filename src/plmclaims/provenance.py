@@ -103,8 +103,9 @@ class Run:
     Usage: ``with Run(out, config, seed=1) as run: run.data_files.update(...); run.values = {...}``
     """
 
-    def __init__(self, out: Path | str, config: dict, seed: int | None = None):
-        self.out, self.config, self.seed = Path(out), config, seed
+    def __init__(self, out: Path | str | None, config: dict, seed: int | None = None):
+        """`out=None`: time and describe the run, but let the caller write its own result with `provenance()`."""
+        self.out, self.config, self.seed = (Path(out) if out is not None else None), config, seed
         self.values: dict = {}
         self.data_files: dict[str, str] = {}
 
@@ -113,7 +114,7 @@ class Run:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
+        if exc_type is not None or self.out is None:
             return False  # never write a metrics.json for a failed run: snakemake reruns it
         atomic_write_json(self.out, {"values": self.values, "provenance": self.provenance()})
         return False

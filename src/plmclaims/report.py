@@ -52,6 +52,19 @@ def rows(verdicts: list[dict]) -> list[dict]:
     return out
 
 
+def _estimate(check: dict) -> str:
+    """The check's numbers: difference [CI] for a relation; per-target agreement for a reproduces check."""
+    details = [d for d in check.get("details") or [] if d.get("estimate") is not None]
+    if not details:
+        return "—"
+    if check["type"] == "reproduces":
+        ok = sum(d["outcome"] == "holds" for d in details)
+        worst = max(details, key=lambda d: abs(d["difference"]))
+        return f"{ok}/{len(details)} within ±{_fmt(worst['tolerance'])}; largest gap {worst['difference']:+.2f} ({worst['on']})"
+    d = details[0]
+    return f"{_fmt(d['estimate'])} [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]"
+
+
 def markdown(verdicts: list[dict], tier: dict) -> str:
     lines = [f"# Claim report: tier `{tier['name']}`", "", tier.get("description", ""), ""]
     counts = {}
@@ -93,8 +106,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     lines += ["## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         for c in v["checks"]:
-            d = (c.get("details") or [{}])[0]
-            est = f"{_fmt(d.get('estimate'))} [{_fmt(d.get('ci_low'))}, {_fmt(d.get('ci_high'))}]" if d.get("estimate") is not None else "—"
+            est = _estimate(c)
             shown = c["outcome"] + (f" (measured: {c['measured_outcome']})" if c.get("measured_outcome") else "")
             lines.append(f"| `{v['id']}` | {c['description']} | {c['scope']} | {shown} | {est} | {c.get('reason', '')} |")
     notes = [(v["id"], v["tier_note"]) for v in verdicts if v.get("tier_note")]

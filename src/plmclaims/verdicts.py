@@ -261,6 +261,16 @@ def _control(check: dict, series: dict[str, Series], controls: dict[str, Series]
     return {"measurement": winner, "on": target, **_decide(d, series[winner].point[target] - controls[winner].point[target], ev)}
 
 
+def _failure(check: dict) -> str:
+    """The contradicted part of a check, in numbers."""
+    bad = [d for d in check.get("details", []) if d["outcome"] == "contradicted"]
+    if check["type"] == "reproduces":
+        parts = [f"{d['on']} {d['estimate']:.2f} vs {d['reported']:.2f}" for d in bad]
+        return f"{check['description'].split(' within')[0]} off by more than {bad[0]['tolerance']} on {', '.join(parts)}"
+    parts = [f"{d['on']} {d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" for d in bad]
+    return f"{check['description']} ({', '.join(parts)})"
+
+
 def _claim_verdict(checks: list[dict], cplan: ClaimPlan, tier: dict, series: dict, tolerance: float) -> tuple[str, str]:
     judged = [c for c in checks if c["outcome"] in ("holds", "contradicted", "inconclusive", "error")]
     if any(c["outcome"] == "error" for c in checks):
@@ -272,7 +282,8 @@ def _claim_verdict(checks: list[dict], cplan: ClaimPlan, tier: dict, series: dic
     skipped = [c for c in checks if c not in judged]
     tail = f" {len(skipped)} check(s) shown but not judged at this tier." if skipped else ""
     if "contradicted" in outcomes:
-        return "not-reproduced", "a judged relation is contradicted significantly." + tail
+        failed = "; ".join(_failure(c) for c in judged if c["outcome"] == "contradicted")
+        return "not-reproduced", f"contradicted: {failed}." + tail
     if "inconclusive" in outcomes:
         reasons = "; ".join(c.get("reason", "the interval straddles the margin") for c in judged if c["outcome"] == "inconclusive")
         return "inconclusive", reasons + "." + tail

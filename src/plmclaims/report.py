@@ -73,7 +73,8 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     lines += ["**Summary:** " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), ""]
     lines += ["| claim | seed point | source | verdict | note |", "|---|---|---|---|---|"]
     for v in verdicts:
-        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}** | {v['note']} |")
+        expected = " (as expected)" if v.get("matches_expected") else " (unexpected)" if v.get("matches_expected") is False else ""
+        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}**{expected} | {v['note']} |")
     lines += ["", "## Measurements", "",
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",

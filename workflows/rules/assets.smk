@@ -4,6 +4,8 @@
 rule corpus:
     output:
         f"{RES}/corpus/pretrain.txt",
+    resources:
+        **rule_resources("corpus"),
     log:
         f"{RES}/logs/corpus.log",
     shell:
@@ -17,6 +19,8 @@ rule tokenizer:
         f"{RES}/tokenizers/{{asset}}/tokenizer.json",
     params:
         out=lambda wc, output: os.path.dirname(output[0]),
+    resources:
+        **rule_resources("tokenizer"),
     log:
         f"{RES}/logs/tokenizer-{{asset}}.log",
     shell:
@@ -34,6 +38,8 @@ rule pretrain:
         tokenizer=lambda wc, input: os.path.dirname(input.tokenizer),
     threads: THREADS
     priority: 10  # the long pole: start pre-training before cheap encode jobs
+    resources:
+        **rule_resources("pretrain"),
     log:
         f"{RES}/logs/pretrain-{{asset}}.s{{seed}}.log",
     shell:

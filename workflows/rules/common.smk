@@ -1,5 +1,6 @@
 # Load and validate claims and the tier before any compute, and expand the runs they need.
 # A malformed file stops here with one line naming the file, the field and the allowed values.
+import os
 import sys
 
 from plmclaims import plan as P
@@ -24,6 +25,8 @@ DATA_ROOT = config["data_root"]
 THREADS = int(config.get("threads_per_job", 1))
 # jobs call the CLI through this interpreter, so the workflow runs from a venv without activating it
 CLI = f"{sys.executable} -m plmclaims.cli"
+SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")
+SLURM_ACCOUNT = config.get("slurm_account") or os.environ.get("PLMCLAIMS_SLURM_ACCOUNT", "")
 REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png"]
 
 wildcard_constraints:
@@ -36,3 +39,21 @@ wildcard_constraints:
     post=r"[a-z0-9-]+",
     slug=r"[a-z0-9-]+",
 
+
+
+def rule_resources(rule):
+    """Resources for `rule` from the tier's budget; memory and time grow with each retry attempt."""
+    table = TIER.get("resources", {})
+    spec = {"runtime": 30, "mem_mb": 2000, **table.get("default", {}), **table.get(rule, {})}
+    res = {
+        "mem_mb": lambda wc, attempt, base=int(spec["mem_mb"]): base * attempt,
+        "runtime": lambda wc, attempt, base=int(spec["runtime"]): base * attempt,
+    }
+    for key in ("gpu", "gpu_model", "cpus_per_gpu"):
+        if spec.get(key):
+            res[key] = spec[key]
+    if SLURM_PARTITION:  # never hard-coded: from --config slurm_partition=... or the environment
+        res["slurm_partition"] = SLURM_PARTITION
+    if SLURM_ACCOUNT:
+        res["slurm_account"] = SLURM_ACCOUNT
+    return res

@@ -8,6 +8,8 @@ rule encode:
         vectors=f"{R}/runs/encode/{{evaluator}}/{{instance}}/{{form}}/vectors.npz",
         metrics=f"{R}/runs/encode/{{evaluator}}/{{instance}}/{{form}}/metrics.json",
     threads: THREADS
+    resources:
+        **rule_resources("encode"),
     log:
         f"{R}/logs/encode/{{evaluator}}-{{instance}}-{{form}}.log",
     shell:

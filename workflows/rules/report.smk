@@ -9,6 +9,8 @@ rule report:
         csv=f"{R}/claims.csv",
         json=f"{R}/claims.json",
         forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
+    resources:
+        **rule_resources("report"),
     log:
         f"{R}/logs/report.log",
     shell:

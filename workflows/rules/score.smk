@@ -14,6 +14,8 @@ rule score:
         predictions=f"{R}/runs/score/{{evaluator}}/{{instance}}/{{form}}/{{method}}/{{post}}/predictions.npz",
     params:
         vectors=lambda wc, input: f"--vectors {input[0]}" if input else "",
+    resources:
+        **rule_resources("score"),
     log:
         f"{R}/logs/score/{{evaluator}}-{{instance}}-{{form}}-{{method}}-{{post}}.log",
     shell:

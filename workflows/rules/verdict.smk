@@ -7,6 +7,8 @@ rule verdict:
         claim=lambda wc: str(PLANS[wc.slug].claim.path),
     output:
         f"{R}/claims/{{slug}}.json",
+    resources:
+        **rule_resources("verdict"),
     log:
         f"{R}/logs/verdict-{{slug}}.log",
     shell:

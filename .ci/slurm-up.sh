@@ -9,7 +9,7 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 fi
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /var/lib/munge /var/log/munge
 [ -s /etc/munge/munge.key ] || mungekey --create --keyfile /etc/munge/munge.key
-chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
+chown -R root:root /etc/munge /run/munge /var/lib/munge /var/log/munge  # munged runs as root here
 chmod 0700 /etc/munge && chmod 0400 /etc/munge/munge.key
 cpus=$(nproc)
 mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 2048 ))
@@ -38,16 +38,27 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs=${cpus} RealMemory=${mem_mb} State=UN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
 : > "$pidfile"
-if [ -z "$(pgrep -x munged || true)" ]; then
-  munged --force 2>/dev/null || sudo -u munge munged --force
-fi
-pgrep -x munged >> "$pidfile"
-slurmctld -i
-slurmd
+alive() {  # a live (not zombie) process named $1
+  for pid in $(pgrep -x "$1"); do
+    case "$(ps -o stat= -p "$pid" 2>/dev/null)" in Z*|"") ;; *) return 0 ;; esac
+  done
+  return 1
+}
+# start each daemon unless one is alive; record only those started here, from their own pid files
+start() {  # name pidfile command...
+  local name=$1 pf=$2
+  shift 2
+  alive "$name" && return 0
+  rm -f "$pf"
+  "$@"
+  for _ in $(seq 1 50); do [ -s "$pf" ] && break; sleep 0.2; done
+  cat "$pf" >> "$pidfile"
+}
+start munged /run/munge/munged.pid munged --force
+start slurmctld /run/slurmctld.pid slurmctld -i
+start slurmd /run/slurmd.pid slurmd
 for _ in $(seq 1 30); do
   if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then break; fi
   sleep 1
 done
-pgrep -x slurmctld >> "$pidfile"
-pgrep -x slurmd >> "$pidfile"
 sinfo

@@ -83,6 +83,28 @@ def cmd_verdict(args) -> None:
     print(f"{claim.id}: {result['verdict']} — {result['note']}")
 
 
+def cmd_prefetch(args) -> None:
+    import os
+
+    from . import hub
+    from .claims import load_claims
+    from .plan import plan_all
+
+    tier = _tier(args)
+    os.environ["PLMCLAIMS_HUB_DIR"] = args.out
+    assets = hub.needed_assets(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier)
+    if not assets:
+        print(f"tier {tier['name']}: the selected claims need no hub asset")
+        return
+    if args.dry_run:
+        for a in assets:
+            print(f"{a.repo_type} {a.repo_id}" + (f"@{a.revision}" if a.revision else "") + f"  ({a.why})")
+        return
+    manifest = hub.prefetch(assets, Path(args.out), tier["name"])
+    n = sum(len(manifest["assets"][a.key]["files"]) for a in assets)
+    print(f"prefetched {len(assets)} assets ({n} files) into {args.out}; manifest {Path(args.out) / hub.MANIFEST}")
+
+
 def cmd_report(args) -> None:
     from . import report
 
@@ -125,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)
+    sp = add("prefetch", cmd_prefetch, "download every hub asset the selected claims need, for air-gapped runs")
+    sp.add_argument("--tier", default="paper")
+    sp.add_argument("--claims-dir", default="replications")
+    sp.add_argument("--claims", nargs="*", default=[], help="claim ids (default: all)")
+    sp.add_argument("--out", default="resources/hub", help="the folder later runs read (config resources + /hub)")
+    sp.add_argument("--dry-run", action="store_true", help="list the assets without downloading")
     sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)

@@ -161,7 +161,9 @@ def load_static_vectors(spec: dict) -> StaticVectors:
         words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
         return StaticVectors(words, matrix.astype(np.float32))
     if spec["source"] == "hub":
-        return load_word_embedding_model(spec["id"])
+        from . import hub
+
+        return load_word_embedding_model(hub.resolve(spec["id"], "model"))
     raise UserError(f"static vectors source {spec['source']!r} unknown; allowed values: package, hub")
 
 

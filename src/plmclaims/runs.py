@@ -95,7 +95,9 @@ def _model_source(tier: dict, inst: Instance, resources: str) -> str:
         return str(importlib.import_module(spec["package"]).get_model_path())
     if spec["source"] == "local":
         return spec["path"]
-    return spec["id"]
+    from . import hub
+
+    return hub.resolve(spec["id"], "model", tier["name"])
 
 
 def _load_encoder(tier: dict, inst: Instance, resources: str):

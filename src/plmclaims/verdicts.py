@@ -9,6 +9,7 @@ Claim verdicts (DESIGN.md): reproduced, direction-holds, not-reproduced, inconcl
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import numpy as np
 from . import stats
 from .plan import ClaimPlan, ScoreRun
 
+log = logging.getLogger("plmclaims")
 VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")
 
 
@@ -54,6 +56,7 @@ class Evidence:
         self._resamples = int(boot["resamples"])
 
     def series(self, runs: list[ScoreRun]) -> Series:
+        log.info("bootstrap (%d resamples) over %s", self._resamples, ", ".join(sorted({r.instance for r in runs})))
         preds: dict[str, list[np.ndarray]] = {b: [] for b in self.benchmarks}
         extra: dict[str, dict] = {}
         for run in runs:

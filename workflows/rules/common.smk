@@ -3,6 +3,7 @@
 import os
 import sys
 
+from plmclaims import hub
 from plmclaims import plan as P
 from plmclaims.claims import load_claims
 from plmclaims.errors import UserError
@@ -18,6 +19,19 @@ except UserError as err:
     sys.exit(2)
 
 PLANS = {p.claim.slug: p for p in P.plan_all(CLAIMS, TIER)}
+# prefetched hub assets live beside the other resources; jobs inherit this (sbatch exports the environment)
+os.environ.setdefault("PLMCLAIMS_HUB_DIR", f"{config['resources']}/hub")
+try:  # air-gapped: with HF_HUB_OFFLINE=1 a never-prefetched asset stops the workflow before any compute
+    hub.check_offline(hub.needed_assets(PLANS.values(), TIER), TIER["name"])
+except UserError as err:
+    # a dry run still prints the DAG, and says what a real run would lack (the executor is not set up yet here,
+    # so the flag is read from the command line)
+    dry = workflow.dryrun or any(a in ("--dry-run", "--dryrun") or (a[:1] == "-" and a[1:2] != "-" and "n" in a)
+                                 for a in sys.argv[1:])
+    if not dry:
+        sys.stderr.write(f"plmclaims: error: {err}\n")
+        sys.exit(2)
+    sys.stderr.write(f"plmclaims: warning: {err}\n")
 TIER_ARG = TIER["_path"]  # the CLI reloads the same tier file inside each job
 R = f"{config['results']}/{TIER['name']}"
 RES = f"{config['resources']}/{TIER['name']}"

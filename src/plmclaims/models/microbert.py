@@ -168,6 +168,16 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         order_rng.bit_generator.state = state["order_rng"]
         torch.set_rng_state(state["torch_rng"])  # dropout draws from the global generator
         start, history = state["step"], state["history"]
+    # CUDA where present, with bf16 autocast where the GPU supports it; masking stays on the CPU generator, so the
+    # data a step sees does not depend on the device
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
+    if resume is not None:
+        for st in opt.state.values():
+            for k, v in st.items():
+                if torch.is_tensor(v) and k != "step":
+                    st[k] = v.to(device)
+    use_bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     model.train()
     perm = state["perm"] if resume is not None else order_rng.permutation(len(blocks))
     pos = state["pos"] if resume is not None else 0
@@ -177,8 +187,9 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
             perm, pos = order_rng.permutation(len(blocks)), 0
         batch = torch.from_numpy(blocks[perm[pos:pos + bs]])
         pos += bs
-        inputs, labels = _mask(batch, tokenizer, gen)
-        loss = model(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
+        inputs, labels = (t.to(device) for t in _mask(batch, tokenizer, gen))
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=use_bf16):
+            loss = model(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -192,7 +203,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
             _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step + 1, history, out_dir)
     bar.close()
     special = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
-    result = {"steps": steps, "checkpoints": checkpoints, "blocks": int(len(blocks)),
+    result = {"steps": steps, "checkpoints": checkpoints, "device": device, "bf16": use_bf16, "blocks": int(len(blocks)),
               "train_loss_last50": float(np.mean(history[-50:])), "unigram_loss": unigram_loss(blocks, len(tokenizer), special),
               "loss_history": history}
     if valid_text is not None:
@@ -207,9 +218,10 @@ def evaluate_mlm(model, tokenizer, text: Path, length: int, seed: int, max_block
     gen = torch.Generator().manual_seed(seed + 10_000)
     model.eval()
     losses = []
+    device = next(model.parameters()).device
     with torch.inference_mode():
         for i in range(0, len(blocks), 32):
-            inputs, labels = _mask(torch.from_numpy(blocks[i:i + 32]), tokenizer, gen)
+            inputs, labels = (t.to(device) for t in _mask(torch.from_numpy(blocks[i:i + 32]), tokenizer, gen))
             losses.append(float(model(input_ids=inputs, labels=labels).loss))
     return float(np.mean(losses)) if losses else math.nan
 

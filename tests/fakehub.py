@@ -1,0 +1,95 @@
+"""A minimal local stand-in for the Hugging Face hub's HTTP API, serving folders from this machine.
+
+It answers the calls `huggingface_hub.snapshot_download` makes (repo info, tree listing, file
+resolve with HEAD and GET), so prefetch is tested through the real download code with
+HF_ENDPOINT pointing here. Loopback only; it serves only the folders it is given.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class FakeHub:
+    def __init__(self, repos: dict[tuple[str, str], Path]):
+        self.repos = {k: Path(v) for k, v in repos.items()}  # (repo_type, repo_id) -> folder
+        self.requests: list[str] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_HEAD(self):
+                hub._serve(self, body=False)
+
+            def do_GET(self):
+                hub._serve(self, body=True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _files(self, folder: Path) -> list[Path]:
+        return sorted(p for p in folder.rglob("*") if p.is_file() and ".cache" not in p.parts)
+
+    def _find(self, repo_type: str, rest: list[str]) -> tuple[str, Path, list[str]] | None:
+        for (rtype, repo_id), folder in self.repos.items():
+            parts = repo_id.split("/")
+            if rtype == repo_type and rest[:len(parts)] == parts:
+                return repo_id, folder, rest[len(parts):]
+        return None
+
+    def _serve(self, h: BaseHTTPRequestHandler, body: bool) -> None:
+        path = unquote(urlparse(h.path).path)
+        self.requests.append(f"{h.command} {path}")
+        parts = [p for p in path.split("/") if p]
+        if parts[:1] == ["api"]:
+            repo_type = {"models": "model", "datasets": "dataset"}.get(parts[1] if len(parts) > 1 else "")
+            found = self._find(repo_type, parts[2:]) if repo_type else None
+            if not found:
+                return self._send(h, 404, b'{"error": "Repository not found"}', body, {"X-Error-Code": "RepoNotFound"})
+            repo_id, folder, tail = found
+            files = self._files(folder)
+            if tail[:1] == ["tree"]:
+                data = [{"type": "file", "path": str(p.relative_to(folder)), "size": p.stat().st_size,
+                         "oid": hashlib.sha1(p.read_bytes()).hexdigest()} for p in files]
+            else:  # repo info, with or without /revision/<rev>
+                data = {"id": repo_id, "sha": COMMIT, "private": False,
+                        "siblings": [{"rfilename": str(p.relative_to(folder))} for p in files]}
+            return self._send(h, 200, json.dumps(data).encode(), body, {"Content-Type": "application/json"})
+        repo_type = "dataset" if parts[:1] == ["datasets"] else "model"
+        found = self._find(repo_type, parts[1:] if repo_type == "dataset" else parts)
+        if not found or found[2][:1] != ["resolve"] or len(found[2]) < 3:
+            return self._send(h, 404, b"not found", body, {"X-Error-Code": "EntryNotFound"})
+        _, folder, tail = found
+        file = folder.joinpath(*tail[2:])
+        if not file.is_file():
+            return self._send(h, 404, b"not found", body, {"X-Error-Code": "EntryNotFound"})
+        data = file.read_bytes()
+        etag = hashlib.sha256(data).hexdigest()
+        return self._send(h, 200, data, body, {"X-Repo-Commit": COMMIT, "ETag": f'"{etag}"', "Content-Type": "application/octet-stream"})
+
+    @staticmethod
+    def _send(h, status: int, data: bytes, body: bool, headers: dict) -> None:
+        h.send_response(status)
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if body:
+            h.wfile.write(data)

@@ -50,3 +50,13 @@ def test_encode_inputs_point_at_the_right_assets():
     assert P.encode_inputs("res", tier, "micro-bert.random-s2") == ["res/tokenizers/micro-bert/tokenizer.json"]
     assert P.encode_inputs("res", tier, "glove-6b-50d") == []
     assert P.model_dir("res", tier, "micro-bert.s1") == "res/models/micro-bert.s1/checkpoints/step-600"
+
+
+def test_lexical_controls_score_the_claims_own_pairs(repo):
+    """An MTEB-protocol claim's controls must score MTEB's pairs (raw text, 9927-pair SICK-R), not SentEval's."""
+    from plmclaims.claims import load_claim
+
+    claim = load_claim(repo / "replications" / "sts" / "released-checkpoint-reproduces.yaml")
+    claim.data["controls"] = ["bow", "tfidf"]
+    lexical = P.plan_claim(claim, load_tier("micro")).lexical
+    assert {(r.evaluator, r.form, r.method) for r in lexical.values()} == {("mteb", "raw", "bow-cosine"), ("mteb", "raw", "tfidf-cosine")}

@@ -57,6 +57,12 @@ def _method_key(m: Measurement, tier: dict) -> tuple[str, str | None]:
     return m.method, f"{m.postprocess['name']}-{effective}{k}"
 
 
+def _evaluator_and_form(claim: Claim) -> tuple[str, str]:
+    """The claim's evaluator and text form (MTEB reads raw text, SentEval its tokenised files, unless stated)."""
+    evaluator = claim.protocol.get("evaluator", "senteval")
+    return evaluator, claim.protocol.get("text_form", "raw" if evaluator == "mteb" else "tokenised")
+
+
 def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasurement:
     pm = PlannedMeasurement(m.name, m)
     role = tier["roles"].get(m.role)
@@ -80,8 +86,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasure
         pm.status, pm.reason = "not-run", f"fitting {m.postprocess['name']} on a hub corpus ('{m.postprocess.get('fit_on')}') is not implemented yet"
         return pm
     asset = role["asset"]
-    evaluator = claim.protocol.get("evaluator", "senteval")
-    form = claim.protocol.get("text_form", "raw" if evaluator == "mteb" else "tokenised")
+    evaluator, form = _evaluator_and_form(claim)
     pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
     pm.runs = [ScoreRun(evaluator, inst.name, form, method, post) for inst in instances(tier, asset)]
     if "random-weights" in claim.controls and m.role == "raw-encoder":
@@ -94,11 +99,10 @@ def lexical_controls(claim: Claim, tier: dict) -> dict[str, ScoreRun]:
     role = tier["roles"].get("lexical", {})
     if "asset" not in role:
         return {}
-    evaluator = claim.protocol.get("evaluator", "senteval")
-    form = claim.protocol.get("text_form", "tokenised")
+    evaluator, form = _evaluator_and_form(claim)
     wanted = {"bow": "bow-cosine", "tfidf": "tfidf-cosine"}
-    return {c: ScoreRun("senteval" if evaluator == "mteb" else evaluator, role["asset"], form, wanted[c])
-            for c in claim.controls if c in wanted}
+    # same evaluator as the claim: its benchmarks (e.g. MTEB's 9927-pair SICK-R) must be the same pairs
+    return {c: ScoreRun(evaluator, role["asset"], form, wanted[c]) for c in claim.controls if c in wanted}
 
 
 @dataclass

@@ -113,8 +113,13 @@ def test_hub_sick_test_split_is_refused():
         sts.load_hub("SICK-R", "raw", "test")
 
 
-def test_hub_unreachable_is_one_clear_error(tmp_path, monkeypatch):
+def test_hub_unreachable_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLMCLAIMS_HUB_DIR", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    with pytest.raises(UserError, match="could not load .* prefetch"):
-        sts.load_hub("STS12", "raw", hub_id=str(tmp_path / "missing"))
+    with pytest.raises(UserError, match=r"'mteb/sts12-sts' is not prefetched .* plmclaims prefetch --tier"):
+        sts.load_hub("STS12", "raw")
+    # not offline, but the dataset cannot be loaded: the loader names the asset and the way out
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    missing = str(tmp_path / "no-such-copy")
+    with pytest.raises(UserError, match=f"could not load '{missing}' .* prefetch"):
+        sts.load_hub("STS12", "raw", hub_id=missing)

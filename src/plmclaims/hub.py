@@ -46,11 +46,11 @@ def load_manifest(root: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def prefetch_command(tier: str = "paper") -> str:
-    return f"plmclaims prefetch --tier {tier} --out {hub_dir()}"
+def prefetch_command(tier: str | None = None) -> str:
+    return f"plmclaims prefetch --tier {tier or '<tier>'} --out {hub_dir()}"
 
 
-def resolve(repo_id: str, repo_type: str = "model", tier: str = "paper") -> str:
+def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None) -> str:
     """A local folder for a prefetched asset; the hub id itself when online; a clear error when offline."""
     if Path(repo_id).is_dir():
         return repo_id

@@ -1,0 +1,16 @@
+"""The task head of a sequence-classification model, which every method trains."""
+from __future__ import annotations
+
+
+def head_names(model) -> list[str]:
+    """Top-level module names of the classification head ('classifier', plus BERT's 'bert.pooler')."""
+    names = [n for n, _ in model.named_children() if n in ("classifier", "score")]
+    base = getattr(model, "base_model_prefix", "")
+    if base and getattr(getattr(model, base, None), "pooler", None) is not None:
+        names.append(f"{base}.pooler")
+    return names
+
+
+def peft_modules_to_save(model) -> list[str]:
+    """The head as peft's modules_to_save names it (suffixes), so every method trains the same head."""
+    return [n.rsplit(".", 1)[-1] for n in head_names(model)]

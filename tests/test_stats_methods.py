@@ -67,3 +67,20 @@ def test_lexical_cosines():
     assert tfidf[0] == pytest.approx(1.0) and tfidf[2] == 0
     with pytest.raises(ValueError, match="allowed values: bow, tfidf"):
         lexical.cosine_scores(s1, s2, "bm25")
+
+
+def test_bootstrap_with_classification_metric():
+    """The same paired bootstrap decides GLUE relations: accuracy of a better vs a worse classifier."""
+    rng = np.random.default_rng(2)
+    gold = rng.integers(0, 2, 500).astype(float)
+    good = np.where(rng.random(500) < 0.9, gold, 1 - gold)
+    bad = np.where(rng.random(500) < 0.6, gold, 1 - gold)
+    subsets = np.array(["RTE"] * 500)
+    idx = stats.stratified_indices(subsets, 300, rng)
+    acc = stats.metric_function("accuracy")
+    diff = (stats.bootstrap_scores([good], gold, subsets, "all", idx, metric=acc)
+            - stats.bootstrap_scores([bad], gold, subsets, "all", idx, metric=acc))
+    lo, hi = stats.interval(diff)
+    assert 20 < lo < hi < 40  # true gap 30 points
+    with pytest.raises(ValueError, match="allowed values"):
+        stats.metric_function("bleu")

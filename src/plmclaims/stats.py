@@ -51,13 +51,24 @@ def stratified_indices(subsets: np.ndarray, n_resamples: int, rng: np.random.Gen
 
 
 def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str,
-                     indices: np.ndarray, scale: float = 100.0) -> np.ndarray:
+                     indices: np.ndarray, scale: float = 100.0, metric=spearman) -> np.ndarray:
     """Seed-averaged score of each bootstrap resample; `preds` holds one prediction array per seed."""
     out = np.empty(len(indices))
     for r, idx in enumerate(indices):
         sub = subsets[idx]
-        out[r] = np.mean([aggregate(p[idx], gold[idx], sub, how) for p in preds]) * scale
+        out[r] = np.mean([aggregate(p[idx], gold[idx], sub, how, metric) for p in preds]) * scale
     return out
+
+
+def metric_function(name: str):
+    """The per-item metric a claim's protocol names (STS correlations or GLUE classification metrics)."""
+    from .evaluation import glue_metrics
+
+    fns = {"spearman": spearman, "pearson": pearson, "accuracy": glue_metrics.accuracy, "f1": glue_metrics.f1,
+           "matthews": glue_metrics.matthews}
+    if name not in fns:
+        raise ValueError(f"metric {name!r} has no bootstrap implementation; allowed values: {', '.join(fns)}")
+    return fns[name]
 
 
 def interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

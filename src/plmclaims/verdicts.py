@@ -49,6 +49,7 @@ class Evidence:
         self.how = proto.get("aggregation", "all")
         self.scale = float(proto.get("scale", 100))
         self.benchmarks = list(proto["benchmarks"])
+        self.metric = stats.metric_function(proto["metric"])
         boot = tier["bootstrap"]
         self.confidence = float(boot.get("confidence", 0.95))
         self.gold, self.subsets, self.indices = {}, {}, {}
@@ -70,9 +71,10 @@ class Evidence:
                                                 if k.startswith("mteb")})
         s = Series(preds, extra=extra)
         for b in self.benchmarks:
-            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how) * self.scale for p in preds[b]]
+            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how, self.metric) * self.scale for p in preds[b]]
             s.point[b] = float(np.mean(s.seeds[b]))
-            s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b], self.scale)
+            s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b],
+                                                  self.scale, self.metric)
         s.point["avg"] = float(np.mean([s.point[b] for b in self.benchmarks]))
         s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(len(runs))]
         s.samples["avg"] = np.mean([s.samples[b] for b in self.benchmarks], axis=0)

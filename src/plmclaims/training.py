@@ -1,0 +1,98 @@
+"""Fine-tuning on a GLUE task with any registered method, deterministic for a seed.
+
+One run = (model, method, params, task, seed): train on the task's train split (optionally a seeded
+sample), predict the dev split, and return the dev predictions in the same layout as an STS score
+run (``<task>::pred``, ``<task>::gold``, ``<task>::subsets``), so the paired bootstrap and the
+verdicts work unchanged. The trained and total parameter counts and the peak memory are recorded:
+a PEFT claim is about quality per trained parameter.
+"""
+from __future__ import annotations
+
+import logging
+import resource
+import time
+
+import numpy as np
+
+from . import methods
+from .data.glue import GlueData
+from .evaluation import glue_metrics
+
+log = logging.getLogger("plmclaims")
+
+
+def _sample(data: GlueData, n: int | None, seed: int) -> GlueData:
+    if not n or len(data) <= n:
+        return data
+    keep = np.sort(np.random.default_rng(seed).choice(len(data), n, replace=False))
+    pick = lambda xs: [xs[i] for i in keep] if xs is not None else None  # noqa: E731
+    return GlueData(data.task, data.split, pick(data.text_a), pick(data.text_b), pick(data.labels), data.files)
+
+
+def _batches(tokenizer, data: GlueData, order: np.ndarray, batch_size: int, max_length: int):
+    import torch
+
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        a = [data.text_a[i] for i in idx]
+        b = [data.text_b[i] for i in idx] if data.text_b is not None else None
+        enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        dtype = torch.float if data.num_labels == 1 else torch.long
+        enc["labels"] = torch.tensor([data.labels[i] for i in idx], dtype=dtype)
+        yield enc
+
+
+def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
+             progress: bool = True) -> tuple[dict, dict]:
+    """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions)."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    t0 = time.time()
+    train = _sample(train, budget.get("max_train"), seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=dev.num_labels)
+    model = methods.prepare(method, model, params)
+    counts = methods.count_parameters(model)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
+    bs, epochs, max_len = int(budget.get("batch_size", 16)), int(budget.get("epochs", 1)), int(budget.get("max_length", 128))
+    lr = float(params.get("lr", budget.get("lr", 2e-5)))
+    steps = epochs * -(-len(train) // bs)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
+    warmup = max(1, int(0.06 * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    rng = np.random.default_rng(seed)
+    losses = []
+    bar = tqdm(total=steps, desc=f"{method} {train.task} seed {seed}", unit="step", disable=not progress, mininterval=10)
+    model.train()
+    for _ in range(epochs):
+        for batch in _batches(tokenizer, train, rng.permutation(len(train)), bs, max_len):
+            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(round(loss.item(), 4))
+            bar.update(1)
+    bar.close()
+    model.eval()
+    preds = []
+    with torch.inference_mode():
+        for batch in _batches(tokenizer, dev, np.arange(len(dev)), 64, max_len):
+            logits = model(**{k: v.to(device) for k, v in batch.items() if k != "labels"}).logits.float().cpu().numpy()
+            preds.append(logits[:, 0] if dev.num_labels == 1 else logits.argmax(-1))
+    pred = np.concatenate(preds).astype(np.float64)
+    gold = np.asarray(dev.labels, dtype=np.float64)
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},
+              "parameters": counts, "train_examples": len(train), "steps": steps, "loss_last": float(np.mean(losses[-20:])),
+              "loss_history": losses, "peak_memory_mb": round(peak, 1), "device": device, "train_wall_s": round(time.time() - t0, 2)}
+    predictions = {f"{dev.task}::pred": pred, f"{dev.task}::gold": gold, f"{dev.task}::subsets": np.asarray([dev.task] * len(dev))}
+    return values, predictions

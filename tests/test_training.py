@@ -1,0 +1,48 @@
+"""Fine-tuning runs: deterministic per seed, predictions in the score-run layout, parameter counts recorded."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plmclaims import stats, training
+from plmclaims.data import glue
+
+BUDGET = {"epochs": 1, "batch_size": 8, "max_length": 48, "max_train": 48}
+
+
+@pytest.fixture(scope="module")
+def rte(data_root):
+    train = glue.load_local(data_root / "glue", "RTE", "train")
+    dev = glue.load_local(data_root / "glue", "RTE", "dev")
+    return train, training._sample(dev, 40, 0)
+
+
+@pytest.mark.parametrize("method, params", [("full-finetuning", {"lr": 5e-5}), ("lora", {"r": 4, "lr": 1e-3}),
+                                            ("adapter", {"size": 8, "lr": 1e-3}), ("bitfit", {"lr": 1e-3})])
+def test_finetune_runs_and_records(minilm_path, rte, method, params):
+    train, dev = rte
+    values, preds = training.finetune(minilm_path, method, params, train, dev, BUDGET, seed=1, progress=False)
+    assert set(preds) == {"RTE::pred", "RTE::gold", "RTE::subsets"} and len(preds["RTE::pred"]) == 40
+    assert set(np.unique(preds["RTE::pred"])) <= {0.0, 1.0}
+    acc = values["benchmarks"]["RTE"]["accuracy"]
+    assert acc == pytest.approx(100 * np.mean(preds["RTE::pred"] == preds["RTE::gold"]))
+    counts = values["parameters"]
+    assert 0 < counts["trainable"] <= counts["total"]
+    if method != "full-finetuning":
+        assert counts["fraction"] < 0.05
+    assert values["steps"] == 6 and values["peak_memory_mb"] > 0
+
+
+def test_same_seed_same_predictions(minilm_path, rte):
+    train, dev = rte
+    a, pa = training.finetune(minilm_path, "lora", {"r": 4, "lr": 1e-3}, train, dev, BUDGET, seed=3, progress=False)
+    b, pb = training.finetune(minilm_path, "lora", {"r": 4, "lr": 1e-3}, train, dev, BUDGET, seed=3, progress=False)
+    assert a["loss_history"] == b["loss_history"] and np.array_equal(pa["RTE::pred"], pb["RTE::pred"])
+
+
+def test_regression_task_predicts_scores(minilm_path, data_root):
+    train = glue.load_local(data_root / "glue", "STS-B", "train")
+    dev = training._sample(glue.load_local(data_root / "glue", "STS-B", "dev"), 40, 0)
+    values, preds = training.finetune(minilm_path, "full-finetuning", {"lr": 5e-5}, train, dev, BUDGET, seed=1, progress=False)
+    assert values["benchmarks"]["STS-B"]["pearson"] == pytest.approx(100 * stats.pearson(preds["STS-B::pred"], preds["STS-B::gold"]))
+    assert len(np.unique(preds["STS-B::pred"])) > 2  # scores, not classes

@@ -170,15 +170,16 @@ def sentence_vectors(vecs: dict[str, np.ndarray], method: str) -> np.ndarray:
     return vecs["static"] if method == "static-average" else encoders.pool(vecs, method)
 
 
-def _postprocess(x: np.ndarray, post: str, fit_vectors: np.ndarray | None) -> tuple[np.ndarray, dict]:
+def _postprocess(x: np.ndarray, post: str) -> tuple[np.ndarray, dict]:
+    """Whitening fitted on the benchmark's own sentence vectors ('target'); the only fit the plan lets through."""
     if post == "none":
         return x, {}
     name, _, rest = post.partition("-")
-    if name != "whitening":
-        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-<fit>[-k<dim>]")
     fit_on, _, k = rest.partition("-k")
-    mu, w = whitening.fit(fit_vectors if fit_vectors is not None else x, int(k) if k else None)
-    return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(fit_vectors) if fit_vectors is not None else len(x))}
+    if name != "whitening" or fit_on != "target":
+        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-target[-k<dim>]")
+    mu, w = whitening.fit(x, int(k) if k else None)
+    return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(x))}
 
 
 def score(tier: dict, run_spec: plan.ScoreRun, data_root: str | None, vectors: Path | None, out: Path) -> None:
@@ -199,7 +200,7 @@ def score(tier: dict, run_spec: plan.ScoreRun, data_root: str | None, vectors: P
             else:
                 sents = sentence_lists[d.name]
                 x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
-                x, extra = _postprocess(x, run_spec.post, None)
+                x, extra = _postprocess(x, run_spec.post)
                 pred = senteval.pair_predictions(d, x, sents)
                 mteb_inputs.append((d, x, sents))
             preds[f"{d.name}::pred"] = pred

@@ -134,3 +134,18 @@ def test_glue_offline_gaps_are_named(data_root):
         glue.load_local(data_root / "glue", "QNLI", "train")
     with pytest.raises(UserError, match="test sets are unlabelled"):
         glue.load_local(data_root / "glue", "RTE", "test")
+
+
+def test_glue_hub_path_reads_a_hub_layout(tmp_path, data_root):
+    """load_hub reads the hub's nyu-mll/glue layout (configs declared in the README), here from a local copy."""
+    import datasets
+
+    local = glue.load_local(data_root / "glue", "RTE", "dev")
+    root = tmp_path / "glue"
+    (root / "rte").mkdir(parents=True)
+    datasets.Dataset.from_dict({"sentence1": local.text_a, "sentence2": local.text_b, "label": [int(v) for v in local.labels],
+                                "idx": list(range(len(local)))}).to_parquet(str(root / "rte" / "validation-00000-of-00001.parquet"))
+    (root / "README.md").write_text("---\nconfigs:\n- config_name: rte\n  data_files:\n  - split: validation\n"
+                                    "    path: rte/validation-*\n---\n")
+    data = glue.load_hub("RTE", "dev", hub_id=str(root))
+    assert len(data) == 277 and data.text_a == local.text_a and data.labels == local.labels

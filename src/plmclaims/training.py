@@ -17,6 +17,7 @@ import numpy as np
 from . import methods
 from .data.glue import GlueData
 from .evaluation import glue_metrics
+from .optim import linear_warmup_decay
 
 log = logging.getLogger("plmclaims")
 
@@ -65,8 +66,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     lr = float(params.get("lr", budget.get("lr", 2e-5)))
     steps = epochs * -(-len(train) // bs)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
-    warmup = max(1, int(0.06 * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
     rng = np.random.default_rng(seed)
     losses = []
     bar = tqdm(total=steps, desc=f"{method} {train.task} seed {seed}", unit="step", disable=not progress, mininterval=10)

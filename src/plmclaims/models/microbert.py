@@ -19,6 +19,7 @@ import numpy as np
 
 from ..data.sts import sha256_file
 from ..errors import UserError
+from ..optim import linear_warmup_decay
 from ..provenance import atomic_write_json
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -151,7 +152,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
     model = BertForMaskedLM(bert_config(arch, len(tokenizer)))
     opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
     warmup = int(train.get("warmup", max(1, steps // 10)))
-    sched = _schedule(opt, warmup, steps)
+    sched = linear_warmup_decay(opt, warmup, steps)
     gen = torch.Generator().manual_seed(seed)
     checkpoints = sorted(set(int(c) for c in train.get("checkpoints", [])) | {steps})
     start, history = 0, []
@@ -160,7 +161,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         state = torch.load(resume / "trainer_state.pt", weights_only=False)
         model = BertForMaskedLM.from_pretrained(str(resume))
         opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
-        sched = _schedule(opt, warmup, steps)
+        sched = linear_warmup_decay(opt, warmup, steps)
         # the optimiser state is loaded after the scheduler is built: building it resets the learning rate
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
@@ -224,13 +225,6 @@ def evaluate_mlm(model, tokenizer, text: Path, length: int, seed: int, max_block
             inputs, labels = (t.to(device) for t in _mask(torch.from_numpy(blocks[i:i + 32]), tokenizer, gen))
             losses.append(float(model(input_ids=inputs, labels=labels).loss))
     return float(np.mean(losses)) if losses else math.nan
-
-
-def _schedule(opt, warmup: int, steps: int):
-    """Linear warm-up to the peak learning rate, then linear decay to zero at the last step."""
-    import torch
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
 
 
 def _ckpt_dir(out_dir: Path, step: int) -> Path:

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .data.sts import sha256_file
 from .errors import UserError
+from .provenance import atomic_write_json
 
 MANIFEST = "manifest.json"
 
@@ -101,12 +103,6 @@ def check_offline(assets: list[HubAsset], tier_name: str) -> None:
                         f"on a machine with network run: {prefetch_command(tier_name)}")
 
 
-def _sha256(path: Path) -> str:
-    from .data.sts import sha256_file
-
-    return sha256_file(path)
-
-
 def prefetch(assets: list[HubAsset], root: Path, tier_name: str) -> dict:
     """Download each asset into root/<type>s/<repo_id>/ and record every file's sha256 in the manifest."""
     from huggingface_hub import snapshot_download
@@ -121,12 +117,10 @@ def prefetch(assets: list[HubAsset], root: Path, tier_name: str) -> dict:
         except Exception as err:  # network, auth, missing revision: name the asset
             raise UserError(f"prefetch of {a.repo_type} {a.repo_id!r} failed: {type(err).__name__}: "
                             f"{str(err).splitlines()[0] if str(err) else ''}") from None
-        files = {str(p.relative_to(root / rel)): _sha256(p) for p in sorted((root / rel).rglob("*"))
+        files = {str(p.relative_to(root / rel)): sha256_file(p) for p in sorted((root / rel).rglob("*"))
                  if p.is_file() and ".cache" not in p.relative_to(root / rel).parts}
         manifest["assets"][a.key] = {"repo_id": a.repo_id, "repo_type": a.repo_type, "revision": a.revision,
                                      "path": str(rel), "files": files, "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                      "for_tier": tier_name}
-        from .provenance import atomic_write_json
-
         atomic_write_json(root / MANIFEST, manifest)  # after each asset: an interrupted prefetch keeps what it has
     return manifest

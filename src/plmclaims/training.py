@@ -8,7 +8,6 @@ a PEFT claim is about quality per trained parameter.
 """
 from __future__ import annotations
 
-import logging
 import resource
 import time
 
@@ -18,9 +17,6 @@ from . import methods
 from .data.glue import GlueData
 from .evaluation import glue_metrics
 from .optim import linear_warmup_decay
-
-log = logging.getLogger("plmclaims")
-
 
 def _sample(data: GlueData, n: int | None, seed: int) -> GlueData:
     if not n or len(data) <= n:

@@ -14,7 +14,7 @@ BUDGET = {"epochs": 1, "batch_size": 8, "max_length": 48, "max_train": 48}
 def rte(data_root):
     train = glue.load_local(data_root / "glue", "RTE", "train")
     dev = glue.load_local(data_root / "glue", "RTE", "dev")
-    return train, training._sample(dev, 40, 0)
+    return train, training.sample(dev, 40, 0)
 
 
 @pytest.mark.parametrize("method, params", [("full-finetuning", {"lr": 5e-5}), ("lora", {"r": 4, "lr": 1e-3}),
@@ -42,7 +42,7 @@ def test_same_seed_same_predictions(minilm_path, rte):
 
 def test_regression_task_predicts_scores(minilm_path, data_root):
     train = glue.load_local(data_root / "glue", "STS-B", "train")
-    dev = training._sample(glue.load_local(data_root / "glue", "STS-B", "dev"), 40, 0)
+    dev = training.sample(glue.load_local(data_root / "glue", "STS-B", "dev"), 40, 0)
     values, preds = training.finetune(minilm_path, "full-finetuning", {"lr": 5e-5}, train, dev, BUDGET, seed=1, progress=False)
     assert values["benchmarks"]["STS-B"]["pearson"] == pytest.approx(100 * stats.pearson(preds["STS-B::pred"], preds["STS-B::gold"]))
     assert len(np.unique(preds["STS-B::pred"])) > 2  # scores, not classes

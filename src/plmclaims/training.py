@@ -14,14 +14,16 @@ import time
 import numpy as np
 
 from . import methods
+from .data import seeded_subset
 from .data.glue import GlueData
 from .evaluation import glue_metrics
 from .optim import linear_warmup_decay
 
-def _sample(data: GlueData, n: int | None, seed: int) -> GlueData:
-    if not n or len(data) <= n:
+def sample(data: GlueData, n: int | None, seed: int) -> GlueData:
+    """A seeded sample of at most n examples (the whole split when n is None or not smaller)."""
+    keep = seeded_subset(len(data), n, seed)
+    if keep is None:
         return data
-    keep = np.sort(np.random.default_rng(seed).choice(len(data), n, replace=False))
     pick = lambda xs: [xs[i] for i in keep] if xs is not None else None  # noqa: E731
     return GlueData(data.task, data.split, pick(data.text_a), pick(data.text_b), pick(data.labels), data.files)
 
@@ -39,6 +41,16 @@ def _batches(tokenizer, data: GlueData, order: np.ndarray, batch_size: int, max_
         yield enc
 
 
+def _room_for_text(model) -> int:
+    """Positions left for text: soft prompts (prompt tuning) take up positions of a model with learned positions."""
+    config = getattr(model, "config", None)
+    room = int(getattr(config, "max_position_embeddings", 10**6) or 10**6)
+    peft_config = getattr(model, "peft_config", {}).get("default") if hasattr(model, "peft_config") else None
+    if peft_config is not None and type(peft_config).__name__ == "PromptTuningConfig":
+        room -= int(peft_config.num_virtual_tokens)
+    return room
+
+
 def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
              progress: bool = True) -> tuple[dict, dict]:
     """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions)."""
@@ -51,7 +63,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     torch.manual_seed(seed)
     np.random.seed(seed)
     t0 = time.time()
-    train = _sample(train, budget.get("max_train"), seed)
+    train = sample(train, budget.get("max_train"), seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=dev.num_labels)
     model = methods.prepare(method, model, params)
@@ -59,6 +71,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
     bs, epochs, max_len = int(budget.get("batch_size", 16)), int(budget.get("epochs", 1)), int(budget.get("max_length", 128))
+    max_len = min(max_len, _room_for_text(model))
     lr = float(params.get("lr", budget.get("lr", 2e-5)))
     steps = epochs * -(-len(train) // bs)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)

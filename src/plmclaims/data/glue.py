@@ -15,13 +15,14 @@ from ..errors import UserError
 
 # task -> (kind, number of labels; 1 = regression)
 TASKS = {"CoLA": ("single", 2), "SST-2": ("single", 2), "MRPC": ("pair", 2), "RTE": ("pair", 2),
-         "STS-B": ("pair", 1), "WNLI": ("pair", 2), "QNLI": ("pair", 2)}
+         "STS-B": ("pair", 1), "WNLI": ("pair", 2), "QNLI": ("pair", 2), "MNLI": ("pair", 3), "QQP": ("pair", 2)}
 KNOWN_COUNTS = {("CoLA", "train"): 8551, ("CoLA", "dev"): 1043, ("SST-2", "train"): 67349, ("SST-2", "dev"): 872,
                 ("MRPC", "train"): 3668, ("MRPC", "dev"): 408, ("RTE", "train"): 2490, ("RTE", "dev"): 277,
                 ("STS-B", "train"): 5749, ("STS-B", "dev"): 1500, ("WNLI", "train"): 635, ("WNLI", "dev"): 71,
                 ("QNLI", "dev"): 5463}
 HUB_ID = "nyu-mll/glue"
-HUB_CONFIG = {"CoLA": "cola", "SST-2": "sst2", "MRPC": "mrpc", "RTE": "rte", "STS-B": "stsb", "WNLI": "wnli", "QNLI": "qnli"}
+HUB_CONFIG = {"CoLA": "cola", "SST-2": "sst2", "MRPC": "mrpc", "RTE": "rte", "STS-B": "stsb", "WNLI": "wnli", "QNLI": "qnli",
+              "MNLI": "mnli", "QQP": "qqp"}
 RTE_LABELS = {"entailment": 0, "not_entailment": 1}
 
 
@@ -111,7 +112,7 @@ def load_hub(task: str, split: str, hub_id: str = HUB_ID) -> GlueData:
 
     _check(task, split, hub=True)
     source = hub.resolve(hub_id, "dataset")
-    hub_split = {"dev": "validation"}.get(split, split)
+    hub_split = {"dev": "validation_matched" if task == "MNLI" else "validation"}.get(split, split)
     try:
         ds = datasets.load_dataset(source, HUB_CONFIG[task], split=hub_split)
     except Exception as err:

@@ -33,6 +33,20 @@ def _measured(m: dict) -> str:
     return f"{_fmt(m['measured'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]{spread}"
 
 
+def _params(m: dict) -> str:
+    """Trained / total parameters of a fine-tuning measurement, e.g. '74.5K / 22.8M (0.33%)'."""
+    if m.get("trained_params") is None:
+        return "—"
+    return f"{_count(m['trained_params'])} / {_count(m['total_params'])} ({100 * m['trained_fraction']:.2f}%)"
+
+
+def _count(n: float) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return f"{n:.0f}"
+
+
 def _source(v: dict) -> str:
     s = v["source"]
     arxiv = f" (arXiv {s['arxiv']})" if s.get("arxiv") else ""
@@ -48,7 +62,9 @@ def rows(verdicts: list[dict]) -> list[dict]:
                         "source": _source(v), "measurement": name, "label": m.get("label", name),
                         "reported": m.get("reported"), "measured": m.get("measured"), "ci_low": m.get("ci_low"),
                         "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
-                        "random_weights": (m.get("random_weights") or {}).get("measured"), "note": m.get("reason", "")})
+                        "random_weights": (m.get("random_weights") or {}).get("measured"),
+                        "trained_params": m.get("trained_params"), "total_params": m.get("total_params"),
+                        "peak_memory_mb": m.get("peak_memory_mb"), "note": m.get("reason", "")})
     return out
 
 
@@ -78,23 +94,24 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     lines += ["", "## Measurements", "",
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",
-              "| claim | measurement | reported | measured [CI] | random weights | asset stands in for |", "|---|---|---|---|---|---|"]
+              "Fine-tuning measurements give the spread over fine-tuning seeds and the trained / total parameters.", "",
+              "| claim | measurement | reported | measured [CI] | random weights | trained / total params | asset stands in for |",
+              "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         for name, m in v["measurements"].items():
             rw = m.get("random_weights")
             lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {_measured(m)} | "
-                         f"{_fmt(rw['measured']) if rw else '—'} | {m.get('substitute_for') or '—'} |")
+                         f"{_fmt(rw['measured']) if rw else '—'} | {_params(m)} | {m.get('substitute_for') or '—'} |")
         for name, c in v.get("controls", {}).items():
             lines.append(f"| `{v['id']}` | control: {name} cosine | — | {_fmt(c['avg']['measured'])} "
-                         f"[{_fmt(c['avg']['ci_low'])}, {_fmt(c['avg']['ci_high'])}] | — | — |")
+                         f"[{_fmt(c['avg']['ci_low'])}, {_fmt(c['avg']['ci_high'])}] | — | — | — |")
     lines += ["", "## Per benchmark", "", "Measured (reported) per benchmark, under each claim's aggregation.", ""]
     for v in verdicts:
         ran = {n: m for n, m in v["measurements"].items() if m.get("per_benchmark")}
         if not ran:
             continue
         bench = v["protocol"]["benchmarks"]
-        lines += [f"`{v['id']}` ({v['protocol'].get('evaluator', 'senteval')}, {v['protocol'].get('aggregation', 'all')}, "
-                  f"{v['protocol'].get('text_form', '')} text)", "", "| measurement | " + " | ".join(bench) + " |",
+        lines += [f"`{v['id']}` ({_protocol_summary(v['protocol'])})", "", "| measurement | " + " | ".join(bench) + " |",
                   "|---" * (len(bench) + 1) + "|"]
         for name, m in ran.items():
             cells = []
@@ -120,6 +137,62 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     return "\n".join(lines)
 
 
+def _protocol_summary(proto: dict) -> str:
+    if proto["family"] == "sts":
+        return f"{proto.get('evaluator', 'senteval')}, {proto.get('aggregation', 'all')}, {proto.get('text_form', '')} text"
+    metrics = proto.get("task_metrics", {})
+    per = ", ".join(f"{b} {metrics.get(b, proto['metric'])}" for b in proto["benchmarks"])
+    return f"{proto.get('evaluator', '')} on {proto['split']}: {per}"
+
+
+def params_plot(verdicts: list[dict], out: Path) -> None:
+    """Quality against trained parameters (log axis), one colour per method, one panel per training family."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [(v, m) for v in verdicts for m in v["measurements"].values()
+              if m.get("measured") is not None and m.get("trained_params") is not None]
+    families = sorted({v["protocol"]["family"] for v, _ in points}) or ["glue"]
+    fig, axes = plt.subplots(1, len(families), figsize=(6.5 * len(families), 4.6), squeeze=False)
+    methods = sorted({m["method"] for _, m in points})
+    colours = {meth: f"C{i}" for i, meth in enumerate(methods)}
+    for ax, family in zip(axes[0], families):
+        seen = set()
+        for v, m in points:
+            if v["protocol"]["family"] != family:
+                continue
+            x = max(m["trained_params"], 1.0)  # zero-shot trains nothing: drawn at 1 on the log axis
+            seeds = m.get("seeds") or [m["measured"]]
+            ax.errorbar(x, m["measured"], yerr=[[m["measured"] - min(seeds)], [max(seeds) - m["measured"]]], fmt="o",
+                        color=colours[m["method"]], capsize=3, label=m["method"] if m["method"] not in seen else None)
+            seen.add(m["method"])
+            ax.annotate(", ".join(m.get("instances", [])), (x, m["measured"]), fontsize=6, alpha=0.7,
+                        xytext=(4, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_xlabel("trained parameters (log scale)")
+        ax.set_ylabel("average dev score x 100 (mean of seeds; bars: seed range)")
+        ax.set_title(f"{family}: quality vs trained parameters")
+        ax.grid(alpha=0.3)
+        if seen:
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no fine-tuning measurement ran", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def _save(fig, out: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(out)
+
+
 def forest_plot(verdicts: list[dict], out: Path) -> None:
     import matplotlib
 
@@ -140,11 +213,7 @@ def forest_plot(verdicts: list[dict], out: Path) -> None:
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(out)
+    _save(fig, out)
 
 
 def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
@@ -158,3 +227,4 @@ def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
     atomic_write_text(out_dir / "claims.csv", buf.getvalue())
     atomic_write_text(out_dir / "claims.md", markdown(verdicts, tier))
     forest_plot(verdicts, out_dir / "figures" / "forest.png")
+    params_plot(verdicts, out_dir / "figures" / "quality-vs-params.png")

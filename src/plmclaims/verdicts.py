@@ -31,6 +31,12 @@ class Series:
     seeds: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict[str, dict] = field(default_factory=dict)
+    parameters: list[dict] = field(default_factory=list)  # per fine-tuning run: trainable, total, fraction
+    peak_memory_mb: float | None = None
+
+    def trained_params(self) -> float | None:
+        """Mean trained parameters over the runs (the task head differs slightly between tasks)."""
+        return float(np.mean([p["trainable"] for p in self.parameters])) if self.parameters else None
 
 
 def _load_run(run: ScoreRun, results: str):
@@ -49,7 +55,10 @@ class Evidence:
         self.how = proto.get("aggregation", "all")
         self.scale = float(proto.get("scale", 100))
         self.benchmarks = list(proto["benchmarks"])
-        self.metric = stats.metric_function(proto["metric"])
+        # GLUE-style protocols name a metric per task (CoLA Matthews, STS-B Pearson, ...); STS uses one for all
+        task_metrics = proto.get("task_metrics", {})
+        self.metric_names = {b: task_metrics.get(b, proto["metric"]) for b in self.benchmarks}
+        self.metrics = {b: stats.metric_function(n) for b, n in self.metric_names.items()}
         boot = tier["bootstrap"]
         self.confidence = float(boot.get("confidence", 0.95))
         self.gold, self.subsets, self.indices = {}, {}, {}
@@ -60,23 +69,34 @@ class Evidence:
         log.info("bootstrap (%d resamples) over %s", self._resamples, ", ".join(sorted({r.instance for r in runs})))
         preds: dict[str, list[np.ndarray]] = {b: [] for b in self.benchmarks}
         extra: dict[str, dict] = {}
+        parameters, peaks = [], []
         for run in runs:
             metrics, npz = _load_run(run, self.results)
-            for b in self.benchmarks:
+            if "parameters" in metrics["values"]:
+                parameters.append(metrics["values"]["parameters"])
+            if metrics["values"].get("peak_memory_mb"):
+                peaks.append(metrics["values"]["peak_memory_mb"])
+            # a score run covers every benchmark; a fine-tuning run covers one task (runs are seed-ordered per task)
+            for b in (b for b in self.benchmarks if f"{b}::pred" in npz.files):
                 preds[b].append(npz[f"{b}::pred"])
                 if b not in self.gold:
                     self.gold[b], self.subsets[b] = npz[f"{b}::gold"], npz[f"{b}::subsets"]
                     self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
                 extra.setdefault(b, {}).update({k: v for k, v in metrics["values"]["benchmarks"][b].items()
                                                 if k.startswith("mteb")})
-        s = Series(preds, extra=extra)
+        missing = [b for b in self.benchmarks if not preds[b]]
+        if missing:
+            raise ValueError(f"no run of {sorted({r.instance for r in runs})} has predictions for {', '.join(missing)}")
+        s = Series(preds, extra=extra, parameters=parameters, peak_memory_mb=max(peaks) if peaks else None)
         for b in self.benchmarks:
-            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how, self.metric) * self.scale for p in preds[b]]
+            metric = self.metrics[b]
+            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how, metric) * self.scale for p in preds[b]]
             s.point[b] = float(np.mean(s.seeds[b]))
             s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b],
-                                                  self.scale, self.metric)
+                                                  self.scale, metric)
         s.point["avg"] = float(np.mean([s.point[b] for b in self.benchmarks]))
-        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(len(runs))]
+        n_seeds = min(len(s.seeds[b]) for b in self.benchmarks)
+        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(n_seeds)]
         s.samples["avg"] = np.mean([s.samples[b] for b in self.benchmarks], axis=0)
         return s
 
@@ -116,8 +136,16 @@ def describe(check: dict) -> str:
         return f"{' > '.join(check['order'])} on {on}"
     if t == "approx-equal":
         return f"|{check['a']} - {check['b']}| <= {check['delta']} on {on}"
+    if t == "non-inferior":
+        return f"{check['a']} >= {check['b']} - {check['delta']} on {on}"
+    if t == "ratio" and check.get("quantity") == "trained-params":
+        sign = ">=" if check.get("direction") == "at-least" else "<="
+        return f"trained parameters of {check['a']} {sign} {check['ratio']:g} x those of {check['b']}"
     if t == "ratio":
         return f"{check['a']} >= {check['ratio']} x {check['b']} on {on}"
+    if t == "trend" and check.get("series"):
+        minus = f" minus {', '.join(check['minus'])}" if check.get("minus") else ""
+        return f"{', '.join(check['series'])}{minus} {check['shape']} with {check['axis']} on {on}"
     if t == "reproduces":
         return f"{check['measurement']} within {check.get('tolerance', 'tolerance')} of reported on {on}"
     return f"{check['measurement']} {check['shape']} over {check['axis']}"
@@ -174,7 +202,7 @@ def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence
     m = pm.measurement
     out = {"label": m.label, "role": m.role, "method": m.method, "postprocess": m.postprocess, "status": pm.status,
            "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
-           "instances": [r.instance for r in pm.runs], "reported": _reported_avg(m, ev.benchmarks)}
+           "instances": sorted({r.instance for r in pm.runs}), "reported": _reported_avg(m, ev.benchmarks)}
     if s is None:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})
         return out
@@ -185,6 +213,12 @@ def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence
                 "seeds": per["avg"]["seeds"], "per_benchmark": per})
     if ctrl is not None:
         out["random_weights"] = _series_summary(ctrl, ev)["avg"]
+    if s.parameters:
+        out["trained_params"] = s.trained_params()
+        out["total_params"] = float(np.mean([p["total"] for p in s.parameters]))
+        out["trained_fraction"] = out["trained_params"] / out["total_params"] if out["total_params"] else None
+        out["reported_params"] = m.reported_params
+        out["peak_memory_mb"] = s.peak_memory_mb
     return out
 
 
@@ -194,16 +228,17 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     scope = check.get("scope", "semantic")
     row = {"index": i, "type": t, "description": describe(check), "scope": scope, "note": check.get("note", "")}
     names = [check[k] for k in ("measurement", "a", "b") if k in check] + check.get("order", [])
+    names += check.get("series", []) + check.get("minus", [])
     missing = [n for n in names if n not in series]
-    if t == "trend":
-        return {**row, "outcome": "not-run", "reason": "trend checks arrive with the probing family"}
-    if t == "ratio" and check.get("quantity") == "trained-params":
-        return {**row, "outcome": "not-run", "reason": "trained-parameter ratios arrive with the PEFT family"}
+    if t == "trend" and not (check.get("axis") == "scale" and check.get("series")):
+        return {**row, "outcome": "not-run", "reason": "layer and step trends arrive with the probing family"}
     if missing:
         reasons = "; ".join(f"{n}: {cplan.measurements[n].reason}" for n in missing)
         return {**row, "outcome": "not-run", "reason": reasons}
     judged = scope in tier["judges"]
     row["judged"] = judged
+    if t == "ratio" and check.get("quantity") == "trained-params":
+        return _finish(row, [_params_ratio(check, series)], judged, scope, tier)
     details = []
     for target in _targets(check):
         S = lambda n: series[n].samples[target]  # noqa: E731
@@ -222,6 +257,12 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
             delta = check["delta"]
             outcome = "holds" if (-delta <= lo and hi <= delta) else "contradicted" if (lo > delta or hi < -delta) else "inconclusive"
             details.append({"on": target, "estimate": P(check["a"]) - P(check["b"]), "ci_low": lo, "ci_high": hi, "outcome": outcome})
+        elif t == "non-inferior":
+            # a may trail b by at most delta: holds when the whole interval of a - b lies above -delta
+            details.append({"on": target, **_decide(S(check["a"]) - S(check["b"]), P(check["a"]) - P(check["b"]), ev,
+                                                    -float(check["delta"]))})
+        elif t == "trend":
+            details.append({"on": target, **_scale_trend(check, series, target, ev)})
         elif t == "ratio":
             r = check["ratio"]
             details.append({"on": target, **_decide(S(check["a"]) - r * S(check["b"]), P(check["a"]) - r * P(check["b"]), ev)})
@@ -239,19 +280,66 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
             if cplan.measurements[name].substitute:
                 judged = False
                 row["reason"] = f"magnitudes are not judged on a substitute asset ({cplan.measurements[name].substitute})"
-    row["details"] = details
-    row["outcome"] = _combine([d["outcome"] for d in details if d["outcome"] != "not-run"]) if any(d["outcome"] != "not-run" for d in details) else "not-run"
+    _combine_details(row, details)
     if check.get("control") == "random-weights" and row["outcome"] == "holds":
         row["control"] = _control(check, series, controls, ev)
         if row["control"]["outcome"] != "holds":
             row["outcome"] = "inconclusive"
             row["reason"] = (f"the relation holds, but {row['control']['measurement']} does not beat the same network with random weights "
                              f"({row['control']['estimate']:+.2f} [{row['control']['ci_low']:+.2f}, {row['control']['ci_high']:+.2f}])")
+    return _judge(row, judged, scope, tier)
+
+
+def _combine_details(row: dict, details: list[dict]) -> None:
+    """A check's outcome from its per-target details (targets that could not run do not count)."""
+    row["details"] = details
+    ran = [d["outcome"] for d in details if d["outcome"] != "not-run"]
+    row["outcome"] = _combine(ran) if ran else "not-run"
+
+
+def _finish(row: dict, details: list[dict], judged: bool, scope: str, tier: dict) -> dict:
+    _combine_details(row, details)
+    return _judge(row, judged, scope, tier)
+
+
+def _judge(row: dict, judged: bool, scope: str, tier: dict) -> dict:
+    """At a tier that does not judge the check's scope, the outcome is shown, not judged."""
     if not judged and row["outcome"] not in ("not-run", "error"):
         row["measured_outcome"] = row["outcome"]
         row["outcome"] = "not-judged"
         row.setdefault("reason", f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}")
     return row
+
+
+def _params_ratio(check: dict, series: dict[str, Series]) -> dict:
+    """Trained parameters of a over those of b, against the claimed ratio: counts are exact, so no interval."""
+    a, b = series[check["a"]].trained_params(), series[check["b"]].trained_params()
+    if a is None or b is None or b == 0:
+        return {"on": "parameters", "outcome": "not-run", "reason": "the runs record no parameter counts"}
+    ratio = a / b
+    ok = ratio >= check["ratio"] if check.get("direction") == "at-least" else ratio <= check["ratio"]
+    return {"on": "parameters", "estimate": ratio, "ci_low": ratio, "ci_high": ratio, "trained_a": a, "trained_b": b,
+            "outcome": "holds" if ok else "contradicted"}
+
+
+def _scale_trend(check: dict, series: dict[str, Series], target: str, ev: Evidence) -> dict:
+    """A trend along a scale ladder (smallest model first), optionally of differences (e.g. prompt minus full tuning).
+
+    Judged on the ends of the ladder: 'rises' holds when largest minus smallest is above 0 with the bootstrap
+    interval clear of it and no step between neighbours goes significantly the wrong way; 'falls' mirrors it.
+    Each step is reported too."""
+    names, minus = check["series"], check.get("minus") or []
+    sign = 1.0 if check["shape"] == "rises" else -1.0 if check["shape"] == "falls" else None
+    if sign is None:
+        return {"outcome": "not-run", "reason": f"scale trends judge 'rises' or 'falls', not {check['shape']!r}"}
+    vals = [series[n].samples[target] - (series[minus[i]].samples[target] if minus else 0.0) for i, n in enumerate(names)]
+    pts = [series[n].point[target] - (series[minus[i]].point[target] if minus else 0.0) for i, n in enumerate(names)]
+    steps = [_decide(sign * (vals[i + 1] - vals[i]), sign * (pts[i + 1] - pts[i]), ev) for i in range(len(vals) - 1)]
+    ends = _decide(sign * (vals[-1] - vals[0]), sign * (pts[-1] - pts[0]), ev)
+    outcome = ends["outcome"]
+    if outcome == "holds" and any(st["outcome"] == "contradicted" for st in steps):
+        outcome = "inconclusive"
+    return {**ends, "outcome": outcome, "values": pts, "steps": steps}
 
 
 def _control(check: dict, series: dict[str, Series], controls: dict[str, Series], ev: Evidence) -> dict:
@@ -272,6 +360,8 @@ def _failure(check: dict) -> str:
     if check["type"] == "reproduces":
         parts = [f"{d['on']} {d['estimate']:.2f} vs {d['reported']:.2f}" for d in bad]
         return f"{check['description'].split(' within')[0]} off by more than {bad[0]['tolerance']} on {', '.join(parts)}"
+    if check["type"] == "ratio" and bad and bad[0]["on"] == "parameters":
+        return f"{check['description']} (measured {bad[0]['estimate']:.4g})"
     parts = [f"{d['on']} {d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" for d in bad]
     return f"{check['description']} ({', '.join(parts)})"
 

@@ -14,6 +14,8 @@ include: "workflows/rules/common.smk"
 include: "workflows/rules/assets.smk"
 include: "workflows/rules/encode.smk"
 include: "workflows/rules/score.smk"
+include: "workflows/rules/finetune.smk"
+include: "workflows/rules/lm.smk"
 include: "workflows/rules/verdict.smk"
 include: "workflows/rules/report.smk"
 

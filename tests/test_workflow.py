@@ -101,3 +101,30 @@ def test_paper_tier_dry_run_needs_no_network(tmp_path, repo):
     assert "bert-base-uncased" in out and "glove-840b-300d" in out and "unsup-simcse-bert-base" in out
     assert "rule report" in out or "report" in out
     assert "pretrain" not in out.split("Job stats")[1]  # the paper tier pre-trains nothing
+
+
+def test_peft_family_runs_offline_with_parameter_counts(tiny_run):
+    """Fine-tuning runs and the lm-eval runs of the language-model variant, inside the workflow, with HF offline."""
+    work, _ = tiny_run
+    res = work / "results" / "tiny"
+    verdicts = {v["id"]: v for v in json.loads((res / "claims.json").read_text())}
+    for cid in ("peft/lora-matches-finetuning", "peft/adapters-match-finetuning", "peft/prefix-tuning-matches-finetuning"):
+        v = verdicts[cid]
+        ratio = next(c for c in v["checks"] if c["type"] == "ratio")
+        assert ratio["outcome"] in ("holds", "contradicted") and ratio["details"][0]["estimate"] > 0
+        ms = [m for m in v["measurements"].values() if m["method"] != "zero-shot"]
+        for m in ms:
+            assert 0 < m["trained_params"] <= m["total_params"] and m["peak_memory_mb"] > 0
+    prefix = verdicts["peft/prefix-tuning-matches-finetuning"]["measurements"]
+    assert prefix["zero_shot"]["trained_params"] == 0 and prefix["prefix"]["trained_fraction"] < prefix["full_ft"]["trained_fraction"]
+    lm_runs = sorted((res / "runs" / "lm").rglob("metrics.json"))
+    assert len(lm_runs) == 2 * 3  # SST-2 and RTE: zero-shot, prefix tuning, full fine-tuning (1 seed at this tier)
+    for path in lm_runs:
+        values = json.loads(path.read_text())["values"]
+        (task, row), = values["benchmarks"].items()
+        assert row["accuracy"] == pytest.approx(100 * row["lm_eval_acc"]) and row["examples"] == 24
+    tasks = json.loads((res / "runs" / "lm-tasks" / "tasks.json").read_text())
+    assert any("glue" in f for f in tasks["provenance"]["data_sha256"])  # generated from the local GLUE files
+    md = (res / "claims.md").read_text()
+    assert "trained / total params" in md
+    assert (res / "figures" / "quality-vs-params.png").read_bytes()[:4] == b"\x89PNG"

@@ -27,7 +27,11 @@ def cmd_validate(args) -> None:
     claims = load_claims(args.claims_dir)
     plans = plan_all(claims, tier)
     runs = {r for p in plans for r in p.score_runs()}
-    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} score runs")
+    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} runs")
+    from .tiers import missing_packages
+
+    for line in missing_packages(tier, {r.instance.partition(".")[0] for r in runs}):
+        print(f"  missing: {line}")
     for p in plans:
         for name, pm in p.measurements.items():
             if pm.status != "ok":
@@ -64,6 +68,55 @@ def cmd_score(args) -> None:
 
     spec = ScoreRun(args.evaluator, args.instance, args.form, args.method, args.post)
     runs.score(_tier(args), spec, args.data_root, Path(args.vectors) if args.vectors else None, Path(args.out))
+
+
+def _task_run(args, kind: str):
+    from .plan import TaskRun
+
+    return TaskRun(kind, args.instance, args.method, args.pkey, args.task, args.seed)
+
+
+def _params(args) -> dict:
+    import json
+
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as err:
+        raise UserError(f"--params: not a JSON object ({err.msg}); pass e.g. '{{\"r\": 8, \"lr\": 5e-4}}'") from None
+    if not isinstance(params, dict):
+        raise UserError("--params: must be a JSON object of hyper-parameters")
+    return params
+
+
+def cmd_finetune(args) -> None:
+    from . import runs
+
+    runs.finetune(_tier(args), _task_run(args, "finetune"), _params(args), args.data_root, args.resources, Path(args.out),
+                  args.threads)
+
+
+def cmd_lm_model(args) -> None:
+    from . import runs
+
+    runs.lm_model(_tier(args), args.instance, args.resources, Path(args.out), Path(args.corpus) if args.corpus else None)
+
+
+def cmd_lm_tasks(args) -> None:
+    from . import runs
+
+    runs.lm_tasks(_tier(args), args.tasks, args.data_root, Path(args.out))
+
+
+def cmd_lm_train(args) -> None:
+    from . import runs
+
+    runs.lm_train(_tier(args), _task_run(args, "lm"), _params(args), args.data_root, args.resources, Path(args.out), args.threads)
+
+
+def cmd_lm_eval(args) -> None:
+    from . import runs
+
+    runs.lm_eval(_tier(args), _task_run(args, "lm"), args.resources, args.results, Path(args.out), args.threads)
 
 
 def cmd_verdict(args) -> None:
@@ -144,6 +197,35 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(a, required=True)
     sp.add_argument("--vectors", default=None)
     sp.add_argument("--data-root", default=None)
+    def task_run_args(sp):
+        for a in ("--tier", "--instance", "--method", "--pkey", "--task"):
+            sp.add_argument(a, required=True)
+        sp.add_argument("--seed", type=int, required=True)
+        sp.add_argument("--threads", type=int, default=None)
+
+    sp = add("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev")
+    task_run_args(sp)
+    for a in ("--params", "--resources", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--data-root", default=None)
+    sp = add("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)")
+    for a in ("--tier", "--instance", "--resources", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--corpus", default=None)
+    sp = add("lm-tasks", cmd_lm_tasks, "write lm-eval multiple-choice task YAMLs from the local GLUE files")
+    sp.add_argument("--tier", required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--data-root", default=None)
+    sp.add_argument("--tasks", nargs="+", required=True)
+    sp = add("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)")
+    task_run_args(sp)
+    for a in ("--params", "--resources", "--out"):
+        sp.add_argument(a, required=True)
+    sp.add_argument("--data-root", default=None)
+    sp = add("lm-eval", cmd_lm_eval, "score a causal LM (with its adapter, if trained) with lm-eval on one generated task")
+    task_run_args(sp)
+    for a in ("--resources", "--results", "--out"):
+        sp.add_argument(a, required=True)
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)

@@ -26,6 +26,8 @@ def _default(o):
         return o.tolist()
     if isinstance(o, Path):
         return str(o)
+    if type(o).__name__ == "dtype":  # numpy or torch dtypes in harness configs (lm-eval records model_args)
+        return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 

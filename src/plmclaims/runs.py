@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from . import encoders, plan
-from .data import sts
+from .data import glue, seeded_subset, sts
 from .errors import UserError
 from .evaluation import senteval
 from .methods import lexical, whitening
@@ -36,9 +36,9 @@ def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None
 
 def _subsample(data: sts.StsData, max_pairs: int | None) -> sts.StsData:
     """A seeded sample of pairs, for test budgets only (the full files were counted first)."""
-    if not max_pairs or len(data) <= max_pairs:
+    keep = seeded_subset(len(data), max_pairs, 0)
+    if keep is None:
         return data
-    keep = np.sort(np.random.default_rng(0).choice(len(data), max_pairs, replace=False))
     pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
     return sts.StsData(data.name, data.form, data.split, pick(data.sentence1), pick(data.sentence2), data.scores[keep],
                        pick(data.subsets), data.files, data.form_note + f"; sampled {max_pairs} of {len(data)} pairs")
@@ -224,3 +224,159 @@ def _add_mteb_scores(run_spec: plan.ScoreRun, inputs: list, values: dict) -> Non
         res = mteb_sts.evaluate(model, [d])[d.name]
         values[d.name]["mteb_main_score"] = res["main_score"]
         values[d.name]["mteb_minus_own"] = res["main_score"] - values[d.name]["all"]
+
+
+# ---------------------------------------------------------------- fine-tuning (glue family)
+
+def load_glue(tier: dict, task: str, split: str, data_root: str | None) -> glue.GlueData:
+    """A GLUE split from the tier's source (local layout or the hub); dev is sampled only in test budgets."""
+    source = tier["data"].get("glue")
+    if source is None:
+        raise UserError(f"{tier['_path']}: field 'data.glue' missing; the glue family needs a GLUE source (local or hub)")
+    if source["source"] == "hub":
+        data = glue.load_hub(task, split)
+    else:
+        root = str(source.get("path", "{data_root}/glue")).format(data_root=data_root if data_root is not None else "data")
+        data = glue.load_local(root, task, split)
+    if split == "dev":
+        from .training import sample
+
+        # the same dev examples for every run (seed 0), so runs stay paired for the bootstrap
+        data = sample(data, tier.get("finetune", {}).get("budget", {}).get("max_dev"), 0)
+    return data
+
+
+def _pretrained_path(tier: dict, instance: str, resources: str) -> str:
+    inst = Instance.parse(instance, tier)
+    if inst.kind == "causal-lm":
+        local = plan.lm_model_dir(resources, tier, instance)
+        if local is not None:
+            return local
+    return _model_source(tier, inst, resources)
+
+
+def finetune(tier: dict, run_spec: plan.TaskRun, params: dict, data_root: str | None, resources: str, out: Path,
+             threads: int | None = None) -> None:
+    """Fine-tune one instance with one method on one GLUE task for one seed; score the dev split."""
+    import torch
+
+    from . import training
+
+    if threads:
+        torch.set_num_threads(threads)
+    budget = tier["finetune"]["budget"]
+    train = load_glue(tier, run_spec.task, "train", data_root)
+    dev = load_glue(tier, run_spec.task, "dev", data_root)
+    model_path = _pretrained_path(tier, run_spec.instance, resources)
+    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path}
+    with Run(out, config, seed=run_spec.seed) as run:
+        values, preds = training.finetune(model_path, run_spec.method, params, train, dev, budget, run_spec.seed)
+        run.values = values
+        run.data_files.update({**train.files, **dev.files})
+        atomic_save_npz(out.with_name("predictions.npz"), **preds)
+    b = values["benchmarks"][run_spec.task]
+    log.info("finetune %s %s %s seed %d: %s; trained %d of %d parameters (%.2f%%)", run_spec.instance, run_spec.method,
+             run_spec.task, run_spec.seed, ", ".join(f"{k} {v:.2f}" for k, v in b.items() if k != "examples"),
+             values["parameters"]["trainable"], values["parameters"]["total"], 100 * values["parameters"]["fraction"])
+
+
+# ---------------------------------------------------------------- the language-model variant (lm-tasks family)
+
+def lm_model(tier: dict, instance: str, resources: str, out_dir: Path, corpus: Path | None = None) -> None:
+    """Materialise a causal LM: dequantise a packaged GGUF once, or build the tiny test LM from the corpus."""
+    spec = tier["assets"][instance.partition(".")[0]]
+    with Run(out_dir.with_name(out_dir.name + ".json"), {"asset": spec, "tier": tier["name"]}) as run:
+        if spec["source"] == "package":
+            from .lm import smollm
+
+            run.values = smollm.materialise(spec["package"], spec["gguf_file"], out_dir)
+        elif spec["source"] == "workflow":
+            from .models import tinylm
+
+            run.values = tinylm.build(corpus, spec["model"], out_dir, seed=0)
+            run.data_files[str(corpus)] = sts.sha256_file(corpus)
+        else:
+            raise UserError(f"{tier['_path']}: asset '{instance}': a causal-lm from source {spec['source']!r} needs no "
+                            "materialising; allowed sources here: package, workflow")
+
+
+def lm_tasks(tier: dict, tasks: list[str], data_root: str | None, out_dir: Path) -> None:
+    """Write lm-eval task YAMLs and their JSONL docs from the local GLUE dev files (nothing is fetched)."""
+    from .lm import tasks as lm_tasks_mod
+
+    source = tier["data"].get("glue", {})
+    if source.get("source") != "local":
+        raise UserError(f"{tier['_path']}: field 'data.glue.source': the lm-eval tasks are generated from local GLUE "
+                        "files; allowed values: local")
+    root = str(source.get("path", "{data_root}/glue")).format(data_root=data_root if data_root is not None else "data")
+    with Run(out_dir / "tasks.json", {"tasks": tasks, "eval_limit": tier["lm"].get("eval_limit"), "tier": tier["name"]}) as run:
+        info = lm_tasks_mod.write_tasks(str(Path(root).parent), tasks, out_dir, limit=tier["lm"].get("eval_limit"), seed=0)
+        run.values = info
+        run.data_files.update(info.get("sources", {}))
+
+
+def lm_train(tier: dict, run_spec: plan.TaskRun, params: dict, data_root: str | None, resources: str, out_dir: Path,
+             threads: int | None = None) -> None:
+    """PEFT (or full fine-tuning) of the causal LM on one task's train split, in the lm-eval prompt format."""
+    import torch
+
+    from .lm import train as lm_train_mod
+
+    if threads:
+        torch.set_num_threads(threads)
+    budget = tier["lm"]["budget"]
+    train = load_glue(tier, run_spec.task, "train", data_root)
+    model_path = _pretrained_path(tier, run_spec.instance, resources)
+    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path}
+    with Run(out_dir.with_name("train.json"), config, seed=run_spec.seed) as run:
+        run.values = lm_train_mod.train(model_path, run_spec.method, params, train, budget, run_spec.seed, out_dir)
+        run.data_files.update(train.files)
+
+
+def lm_eval(tier: dict, run_spec: plan.TaskRun, resources: str, results: str, out: Path, threads: int | None = None) -> None:
+    """Score the base model, or the base model with a trained adapter (peft=), with lm-eval on one generated task."""
+    import torch
+
+    from .lm import evaluate as lm_evaluate
+
+    if threads:
+        torch.set_num_threads(threads)
+    base = _pretrained_path(tier, run_spec.instance, resources)
+    trained = Path(run_spec.dir(results)) / "model"
+    train_info = {}
+    model_path, adapter = base, None
+    if run_spec.method != "zero-shot":
+        train_info = json.loads(trained.with_name("train.json").read_text())["values"]
+        if train_info.get("saved") == "model":
+            model_path = str(trained)
+        else:
+            adapter = str(trained)
+    task_dir = Path(plan.lm_tasks_dir(results))
+    config = {"run": run_spec.__dict__, "model": model_path, "adapter": adapter, "tier": tier["name"],
+              "eval_limit": tier["lm"].get("eval_limit")}
+    with Run(out, config, seed=run_spec.seed) as run:
+        values, preds = lm_evaluate.evaluate(model_path, task_dir, [run_spec.task], adapter=adapter,
+                                             batch_size=int(tier["lm"].get("eval_batch_size", 16)))
+        for row in values["benchmarks"].values():
+            row["accuracy"] *= 100  # the scale of every other run's metrics.json; lm_eval_acc stays the harness's own
+        if run_spec.method == "zero-shot":
+            values["parameters"] = _zero_shot_counts(model_path)
+        else:
+            values["parameters"] = train_info["parameters"]
+            values.update({k: train_info[k] for k in ("train_examples", "steps", "loss_last", "peak_memory_mb", "train_wall_s")
+                           if k in train_info})
+        run.values = values
+        run.data_files.update(json.loads((task_dir / "tasks.json").read_text())["provenance"]["data_sha256"])
+        atomic_save_npz(out.with_name("predictions.npz"), **preds)
+
+
+def _zero_shot_counts(model_path: str) -> dict:
+    """A zero-shot run trains nothing: 0 of the model's parameters."""
+    from safetensors import safe_open
+
+    total = 0
+    for f in sorted(Path(model_path).glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st:
+            for k in st.keys():
+                total += int(np.prod(st.get_slice(k).get_shape()))
+    return {"trainable": 0, "total": total, "fraction": 0.0}

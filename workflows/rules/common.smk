@@ -1,6 +1,8 @@
 # Load and validate claims and the tier before any compute, and expand the runs they need.
 # A malformed file stops here with one line naming the file, the field and the allowed values.
+import json
 import os
+import shlex
 import sys
 
 from plmclaims import hub
@@ -32,6 +34,13 @@ except UserError as err:
         sys.stderr.write(f"plmclaims: error: {err}\n")
         sys.exit(2)
     sys.stderr.write(f"plmclaims: warning: {err}\n")
+# a package asset that is not installed (SmolLM2 installs with --no-deps, outside the extras) stops here, not mid-run
+from plmclaims.tiers import missing_packages
+
+_missing = missing_packages(TIER, {r.instance.partition(".")[0] for p in PLANS.values() for r in p.score_runs()})
+if _missing:
+    sys.stderr.write("".join(f"plmclaims: error: {line}\n" for line in _missing))
+    sys.exit(2)
 TIER_ARG = TIER["_path"]  # the CLI reloads the same tier file inside each job
 R = f"{config['results']}/{TIER['name']}"
 RES = f"{config['resources']}/{TIER['name']}"
@@ -41,7 +50,12 @@ THREADS = int(config.get("threads_per_job", 1))
 CLI = f"{sys.executable} -m plmclaims.cli"
 SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")
 SLURM_ACCOUNT = config.get("slurm_account") or os.environ.get("PLMCLAIMS_SLURM_ACCOUNT", "")
-REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png"]
+REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png",
+                f"{R}/figures/quality-vs-params.png"]
+# (run kind, method, params key) -> hyper-parameters, for the rules that train
+TRAIN_PARAMS = P.training_params(list(PLANS.values()), TIER)
+# the tasks the lm-eval task folder must hold: every task of every lm-tasks claim
+LM_TASKS = sorted({b for p in PLANS.values() if p.claim.protocol["family"] == "lm-tasks" for b in p.claim.protocol["benchmarks"]})
 
 wildcard_constraints:
     asset=r"[a-z0-9-]+",
@@ -52,6 +66,8 @@ wildcard_constraints:
     method=r"[a-z0-9-]+",
     post=r"[a-z0-9-]+",
     slug=r"[a-z0-9-]+",
+    pkey=r"[a-z0-9]+",
+    task=r"[A-Za-z0-9-]+",
 
 
 

@@ -9,6 +9,7 @@ rule report:
         csv=f"{R}/claims.csv",
         json=f"{R}/claims.json",
         forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
+        params=report(f"{R}/figures/quality-vs-params.png", caption="../report/quality-vs-params.rst", category="Figures"),
     resources:
         **rule_resources("report"),
     log:

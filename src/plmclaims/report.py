@@ -35,7 +35,7 @@ def _measured(m: dict) -> str:
 
 def _params(m: dict) -> str:
     """Trained / total parameters of a fine-tuning measurement, e.g. '74.5K / 22.8M (0.33%)'."""
-    if m.get("trained_params") is None:
+    if m.get("trained_params") is None or not m.get("total_params"):
         return "—"
     return f"{_count(m['trained_params'])} / {_count(m['total_params'])} ({100 * m['trained_fraction']:.2f}%)"
 

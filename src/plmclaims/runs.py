@@ -310,7 +310,7 @@ def lm_tasks(tier: dict, tasks: list[str], data_root: str | None, out_dir: Path)
                         "files; allowed values: local")
     root = str(source.get("path", "{data_root}/glue")).format(data_root=data_root if data_root is not None else "data")
     with Run(out_dir / "tasks.json", {"tasks": tasks, "eval_limit": tier["lm"].get("eval_limit"), "tier": tier["name"]}) as run:
-        info = lm_tasks_mod.write_tasks(str(Path(root).parent), tasks, out_dir, limit=tier["lm"].get("eval_limit"), seed=0)
+        info = lm_tasks_mod.write_tasks(root, tasks, out_dir, limit=tier["lm"].get("eval_limit"), seed=0)
         run.values = info
         run.data_files.update(info.get("sources", {}))
 
@@ -374,8 +374,12 @@ def _zero_shot_counts(model_path: str) -> dict:
     """A zero-shot run trains nothing: 0 of the model's parameters."""
     from safetensors import safe_open
 
+    files = sorted(Path(model_path).glob("*.safetensors"))
+    if not files:
+        raise UserError(f"{model_path}: no *.safetensors weights to count; the model must be a local folder "
+                        "(prefetch hub models with 'plmclaims prefetch')")
     total = 0
-    for f in sorted(Path(model_path).glob("*.safetensors")):
+    for f in files:
         with safe_open(str(f), "pt") as st:
             for k in st.keys():
                 total += int(np.prod(st.get_slice(k).get_shape()))

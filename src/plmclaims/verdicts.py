@@ -76,17 +76,22 @@ class Evidence:
                 parameters.append(metrics["values"]["parameters"])
             if metrics["values"].get("peak_memory_mb"):
                 peaks.append(metrics["values"]["peak_memory_mb"])
-            # a score run covers every benchmark; a fine-tuning run covers one task (runs are seed-ordered per task)
-            for b in (b for b in self.benchmarks if f"{b}::pred" in npz.files):
+            # a score run covers every benchmark; a task run covers its task (the plan lists runs seed-ordered per task)
+            covers = [run.task] if hasattr(run, "task") else self.benchmarks
+            for b in covers:
+                if f"{b}::pred" not in npz.files:
+                    raise ValueError(f"{run.path(self.results)}: predictions.npz has no {b}::pred")
                 preds[b].append(npz[f"{b}::pred"])
+                if b in self.gold and not np.array_equal(self.gold[b], npz[f"{b}::gold"]):
+                    raise ValueError(f"{run.path(self.results)}: {b} gold labels differ from other runs' (dev samples differ?)")
                 if b not in self.gold:
                     self.gold[b], self.subsets[b] = npz[f"{b}::gold"], npz[f"{b}::subsets"]
                     self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
                 extra.setdefault(b, {}).update({k: v for k, v in metrics["values"]["benchmarks"][b].items()
                                                 if k.startswith("mteb")})
-        missing = [b for b in self.benchmarks if not preds[b]]
-        if missing:
-            raise ValueError(f"no run of {sorted({r.instance for r in runs})} has predictions for {', '.join(missing)}")
+        counts = {b: len(preds[b]) for b in self.benchmarks}
+        if min(counts.values()) == 0 or len(set(counts.values())) > 1:
+            raise ValueError(f"runs of {sorted({r.instance for r in runs})} cover the benchmarks unevenly: {counts}")
         s = Series(preds, extra=extra, parameters=parameters, peak_memory_mb=max(peaks) if peaks else None)
         for b in self.benchmarks:
             metric = self.metrics[b]
@@ -95,8 +100,7 @@ class Evidence:
             s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b],
                                                   self.scale, metric)
         s.point["avg"] = float(np.mean([s.point[b] for b in self.benchmarks]))
-        n_seeds = min(len(s.seeds[b]) for b in self.benchmarks)
-        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(n_seeds)]
+        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(len(s.seeds[self.benchmarks[0]]))]
         s.samples["avg"] = np.mean([s.samples[b] for b in self.benchmarks], axis=0)
         return s
 
@@ -238,7 +242,10 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     judged = scope in tier["judges"]
     row["judged"] = judged
     if t == "ratio" and check.get("quantity") == "trained-params":
-        return _finish(row, [_params_ratio(check, series)], judged, scope, tier)
+        detail = _params_ratio(check, series)
+        if detail["outcome"] == "not-run":
+            row["reason"] = detail["reason"]
+        return _finish(row, [detail], judged, scope, tier)
     details = []
     for target in _targets(check):
         S = lambda n: series[n].samples[target]  # noqa: E731

@@ -44,7 +44,7 @@ rule lm_train:
     output:
         f"{R}/runs/lm/{{instance}}/{{method}}/{{pkey}}/{{task}}/s{{seed}}/train.json",
     wildcard_constraints:
-        method=r"(?!zero-shot$)[a-z0-9-]+",
+        method=r"(?!zero-shot/)[a-z0-9-]+",
     params:
         hyper=lambda wc: shlex.quote(json.dumps(TRAIN_PARAMS[("lm", wc.method, wc.pkey)])),
         out=lambda wc, output: os.path.join(os.path.dirname(output[0]), "model"),

@@ -3,8 +3,9 @@
 The loss is the causal-LM loss on the target tokens only (the verbalised gold choice, with lm-eval's
 leading delimiter); prompt and padding positions are masked with -100. The prompt/target split is
 tokenised the way lm-eval's "hf" model does it (encode prompt + target, then prompt; the target is the
-tail of the whole encoding), so training and scoring see the same tokens. Prompts longer than
-``max_length`` are cut from the left; the target is always kept.
+tail of the whole encoding, no special tokens), so training and scoring see the same tokens, except that
+in training prompts longer than the budget's ``max_length`` are cut from the left (the target is always
+kept) while lm-eval scores the whole prompt.
 
 Methods (peft for all but full fine-tuning; the peft configs are built here for TaskType.CAUSAL_LM):
   prefix-tuning   ``virtual_tokens`` (10): key/value prefixes at every layer (methods.prefix_tuning)
@@ -66,8 +67,9 @@ def encode(tokenizer, prompt: str, target: str, max_length: int) -> tuple[list[i
     n_spaces = len(prompt) - len(prompt.rstrip())  # lm-eval moves trailing context spaces to the target
     if n_spaces:
         prompt, target = prompt[:-n_spaces], prompt[-n_spaces:] + target
-    whole = tokenizer(prompt + target)["input_ids"]
-    ctx = tokenizer(prompt)["input_ids"]
+    # lm-eval's hf model encodes causal-LM requests without special tokens; so do we
+    whole = tokenizer(prompt + target, add_special_tokens=False)["input_ids"]
+    ctx = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     cont = whole[len(ctx):]
     if not cont:
         raise UserError(f"target {target!r} encodes to no tokens after prompt; check the task template")

@@ -84,3 +84,12 @@ def test_bootstrap_with_classification_metric():
     assert 20 < lo < hi < 40  # true gap 30 points
     with pytest.raises(ValueError, match="allowed values"):
         stats.metric_function("bleu")
+
+
+def test_constant_predictions_have_zero_correlation():
+    """A fine-tuned regression head can collapse to a constant: it scores 0, not NaN (which would poison averages)."""
+    from plmclaims import stats
+
+    gold = np.arange(10.0)
+    assert stats.pearson(np.ones(10), gold) == 0.0 and stats.spearman(np.ones(10), gold) == 0.0
+    assert stats.pearson(gold * 2, gold) == pytest.approx(1.0)

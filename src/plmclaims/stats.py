@@ -18,13 +18,13 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     rx -= rx.mean()
     ry -= ry.mean()
     denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
-    return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
+    return float((rx * ry).sum() / denom) if denom > 0 else 0.0  # a constant predictor: no correlation (like matthews)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     x, y = x - x.mean(), y - y.mean()
     denom = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / denom) if denom > 0 else float("nan")
+    return float((x * y).sum() / denom) if denom > 0 else 0.0  # a constant predictor (a collapsed regression head): 0
 
 
 def aggregate(pred: np.ndarray, gold: np.ndarray, subsets: np.ndarray, how: str, metric=spearman) -> float:

@@ -5,6 +5,7 @@ missing cluster fails the test; elsewhere the test is skipped unless `sinfo` ans
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,7 +43,12 @@ def _snakemake(repo, work, *args):
 
 def test_tiny_workflow_runs_under_slurm(cluster, repo, data_root, tmp_path):
     before = set(_jobs())
-    res = _snakemake(repo, tmp_path, "--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}")
+    # the STS family plus the two PEFT claims whose rules differ (finetune; lm_model, lm_tasks, lm_train, lm_eval):
+    # every rule goes through sbatch, without repeating all of the PEFT family's jobs
+    claims = [p.relative_to(repo / "replications").with_suffix("").as_posix() for p in sorted((repo / "replications" / "sts").glob("*.yaml"))]
+    claims += ["peft/lora-matches-finetuning", "peft/prefix-tuning-matches-finetuning"]
+    res = _snakemake(repo, tmp_path, "--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
+                     f"claims={json.dumps(claims)}")
     assert res.returncode == 0, res.stderr[-3000:]
     assert (tmp_path / "results" / "tiny" / "claims.md").exists()
     new = {i: v for i, v in _jobs().items() if i not in before}
@@ -51,6 +57,8 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, data_root, tmp_path):
     assert any(c.startswith("rule_pretrain") for c in comments)
     assert any(c.startswith("rule_verdict") for c in comments)
     assert any(c == "rule_report" for c in comments)
+    for rule in ("finetune", "lm_model", "lm_tasks", "lm_train", "lm_eval"):
+        assert any(c.startswith(f"rule_{rule}") for c in comments), rule
     assert len(new) >= 20 and all(state == "COMPLETED" for state, _ in new.values()), new
 
 

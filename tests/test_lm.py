@@ -18,7 +18,13 @@ from plmclaims.lm import evaluate as lm_evaluate
 from plmclaims.lm import smollm, tasks
 from plmclaims.lm import train as lm_train
 
-lm_evaluate.set_offline()  # before anything imports datasets / lm_eval in this process
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    """Every test here runs offline; the settings end with the test (other test files use the fake hub)."""
+    for k, v in lm_evaluate.OFFLINE_ENV.items():
+        monkeypatch.setenv(k, v)
 
 TASKS = ["SST-2", "RTE"]
 LIMIT = 12
@@ -264,3 +270,14 @@ def test_materialise_smollm2(tmp_path):
     assert (tmp_path / "smollm2" / "model.safetensors").exists()
     assert AutoTokenizer.from_pretrained(str(tmp_path / "smollm2")).pad_token is not None
     assert [p.name for p in tmp_path.iterdir()] == ["smollm2"]
+
+
+def test_offline_switch_is_undone_after_an_evaluation(monkeypatch):
+    """lm-eval runs offline, but the caller's process gets its settings back (the prefetch tests need the hub)."""
+    import huggingface_hub.constants as hub_constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    with lm_evaluate.offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and hub_constants.HF_HUB_OFFLINE is True
+    assert "HF_HUB_OFFLINE" not in os.environ and hub_constants.HF_HUB_OFFLINE is False

@@ -18,7 +18,7 @@ SLURM_FLAGS = ["--slurm-no-account", "--slurm-status-command", "squeue", "--slur
 
 
 def _jobs() -> dict[str, tuple[str, str]]:
-    """Every job slurmctld still remembers (MinJobAge=300): id -> (state, comment)."""
+    """Every job slurmctld still remembers (MinJobAge=3600 in .ci/slurm-up.sh: the whole tiny run must stay visible): id -> (state, comment)."""
     out = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i|%T|%k"], capture_output=True, text=True, check=True).stdout
     return {i: (state, comment) for i, state, comment in (line.split("|", 2) for line in out.splitlines() if line)}
 

@@ -13,6 +13,7 @@ against a hand-computed log-likelihood), so every adapter runs through lm-eval's
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -27,8 +28,34 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_
 
 
 def set_offline() -> None:
-    """Switch the hub libraries to offline mode (must run before they are imported to take full effect)."""
+    """Switch the hub libraries to offline mode for the rest of this process (a workflow job's CLI process)."""
     os.environ.update(OFFLINE_ENV)
+
+
+@contextlib.contextmanager
+def offline():
+    """Offline for the duration of one evaluation, then as before: a caller's process (a test session, a notebook)
+    keeps its own settings. Libraries already imported read their flag at import time, so those are switched too."""
+    import sys
+
+    saved_env = {k: os.environ.get(k) for k in OFFLINE_ENV}
+    flags = [(sys.modules.get("huggingface_hub.constants"), "HF_HUB_OFFLINE"),
+             (sys.modules.get("datasets.config"), "HF_HUB_OFFLINE"),
+             (sys.modules.get("datasets.config"), "HF_DATASETS_OFFLINE")]
+    saved_flags = [(m, name, getattr(m, name)) for m, name in flags if m is not None and hasattr(m, name)]
+    os.environ.update(OFFLINE_ENV)
+    for m, name, _ in saved_flags:
+        setattr(m, name, True)
+    try:
+        yield
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        for m, name, v in saved_flags:
+            setattr(m, name, v)
 
 
 def _adapter_type(adapter: str) -> str:
@@ -41,7 +68,12 @@ def _adapter_type(adapter: str) -> str:
 def evaluate(model_path: str, task_dir: Path, tasks: list[str], adapter: str | None = None, batch_size: int = 16,
              limit: int | None = None) -> tuple[dict, dict]:
     """Run lm-eval on the GLUE `tasks` written in `task_dir`; return (values, predictions) in doc order."""
-    set_offline()
+    with offline():
+        return _evaluate(model_path, task_dir, tasks, adapter, batch_size, limit)
+
+
+def _evaluate(model_path: str, task_dir: Path, tasks: list[str], adapter: str | None, batch_size: int,
+              limit: int | None) -> tuple[dict, dict]:
     import torch
     import lm_eval
     from lm_eval.tasks import TaskManager

@@ -203,11 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, required=True)
         sp.add_argument("--threads", type=int, default=None)
 
-    sp = add("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev")
-    task_run_args(sp)
-    for a in ("--params", "--resources", "--out"):
-        sp.add_argument(a, required=True)
-    sp.add_argument("--data-root", default=None)
+    def training_args(sp):
+        task_run_args(sp)
+        for a in ("--params", "--resources", "--out"):
+            sp.add_argument(a, required=True)
+        sp.add_argument("--data-root", default=None)
+
+    training_args(add("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev"))
     sp = add("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)")
     for a in ("--tier", "--instance", "--resources", "--out"):
         sp.add_argument(a, required=True)
@@ -217,11 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True)
     sp.add_argument("--data-root", default=None)
     sp.add_argument("--tasks", nargs="+", required=True)
-    sp = add("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)")
-    task_run_args(sp)
-    for a in ("--params", "--resources", "--out"):
-        sp.add_argument(a, required=True)
-    sp.add_argument("--data-root", default=None)
+    training_args(add("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)"))
     sp = add("lm-eval", cmd_lm_eval, "score a causal LM (with its adapter, if trained) with lm-eval on one generated task")
     task_run_args(sp)
     for a in ("--resources", "--results", "--out"):

@@ -1,9 +1,11 @@
 """Atomic writes and the provenance every run's metrics.json carries."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import platform
 import subprocess
 import tempfile
@@ -55,6 +57,23 @@ def atomic_save_npz(path: Path | str, **arrays) -> None:
     tmp = path.with_name(f".{path.name}.tmp.npz")
     np.savez(tmp, **arrays)
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def atomic_dir(out_dir: Path | str):
+    """Yield a temporary sibling folder to write into; on success it replaces out_dir, on failure it is removed.
+    A model or adapter folder is therefore either whole or absent, never half-written."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        yield tmp
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def config_hash(config: dict) -> str:

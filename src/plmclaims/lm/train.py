@@ -19,9 +19,6 @@ save_pretrained, loadable by lm-eval with peft=<dir>); full fine-tuning saves mo
 """
 from __future__ import annotations
 
-import os
-import resource
-import shutil
 import time
 from pathlib import Path
 
@@ -30,8 +27,8 @@ import numpy as np
 from .. import methods
 from ..data.glue import GlueData
 from ..errors import UserError
-from ..optim import linear_warmup_decay
-from ..training import sample
+from ..provenance import atomic_dir
+from ..training import peak_memory_mb, sample, train_epochs
 from .tasks import training_examples
 
 METHODS = ("prefix-tuning", "prompt-tuning", "lora", "full-finetuning")
@@ -96,7 +93,6 @@ def train(model_path: str, method: str, params: dict, train: GlueData, budget: d
           progress: bool = True) -> dict:
     """Train `method` on `train` under `budget` (epochs, batch_size, lr, max_length, max_train); save to `out_dir`."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -121,44 +117,21 @@ def train(model_path: str, method: str, params: dict, train: GlueData, budget: d
     lr = float(params.get("lr", budget.get("lr", 1e-3 if method != "full-finetuning" else 2e-5)))
     examples = [encode(tokenizer, p, t, max_len) for p, t in training_examples(train, train.task)]
     steps = epochs * -(-len(examples) // bs)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
-    sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
-    rng = np.random.default_rng(seed)
-    losses = []
-    bar = tqdm(total=steps, desc=f"{method} {train.task} seed {seed}", unit="step", disable=not progress, mininterval=10)
-    model.train()
-    for _ in range(epochs):
-        order = rng.permutation(len(examples))
+
+    def batches(order):
         for start in range(0, len(order), bs):
-            batch = _batch([examples[i] for i in order[start:start + bs]], pad_id)
-            loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
-            loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(round(loss.item(), 4))
-            bar.update(1)
-    bar.close()
-    model.eval()
+            yield _batch([examples[i] for i in order[start:start + bs]], pad_id)
+
+    losses = train_epochs(model, batches, len(examples), epochs, steps, lr, seed, device,
+                          f"{method} {train.task} seed {seed}", progress)
     train_wall = time.time() - t0
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_dir(out_dir) as tmp:
         if method == "full-finetuning":
             model.config.use_cache = True
-            model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
-        else:
-            model.save_pretrained(str(tmp))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        model.save_pretrained(str(tmp))
+    peak = peak_memory_mb(device)
     return {"parameters": counts, "train_examples": len(examples), "steps": steps, "lr": lr,
             "loss_last": float(np.mean(losses[-20:])) if losses else float("nan"), "loss_history": losses,
             "peak_memory_mb": round(peak, 1), "train_wall_s": round(train_wall, 2),

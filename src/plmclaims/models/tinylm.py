@@ -5,8 +5,9 @@ lm-eval on the generated tasks) in seconds without the 92 MB SmolLM2 package. It
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+
+from ..provenance import atomic_dir
 
 
 def build(corpus: Path, spec: dict, out_dir: Path, seed: int = 0) -> dict:
@@ -14,9 +15,6 @@ def build(corpus: Path, spec: dict, out_dir: Path, seed: int = 0) -> dict:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -33,9 +31,8 @@ def build(corpus: Path, spec: dict, out_dir: Path, seed: int = 0) -> dict:
                          max_position_embeddings=int(spec.get("max_length", 128)), tie_word_embeddings=True,
                          bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id)
     model = LlamaForCausalLM(config)
-    model.save_pretrained(tmp)
-    fast.save_pretrained(tmp)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        fast.save_pretrained(tmp)
     return {"parameters": sum(p.numel() for p in model.parameters()), "architecture": "LlamaForCausalLM",
             "vocab": len(fast), "weights": "random (test tier)", "seed": seed}

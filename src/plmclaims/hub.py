@@ -67,14 +67,9 @@ def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None) -> 
     return repo_id
 
 
-def glue_hub_id() -> str:
-    from .data.glue import HUB_ID
-
-    return HUB_ID
-
-
 def needed_assets(plans, tier: dict) -> list[HubAsset]:
     """Every hub model and dataset the planned runs load, without touching the network."""
+    from .data.glue import HUB_ID as GLUE_HUB_ID
     from .data.sts import BENCHMARKS, HUB_IDS
     from .runs import SOURCE_OF_EVALUATOR
     from .tiers import Instance
@@ -89,7 +84,7 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                 found.setdefault(a.key, a)
             if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
                 if tier["data"].get("glue", {}).get("source") == "hub":
-                    a = HubAsset(glue_hub_id(), "dataset", None, f"GLUE {run.task}")
+                    a = HubAsset(GLUE_HUB_ID, "dataset", None, f"GLUE {run.task}")
                     found.setdefault(a.key, a)
                 continue
             source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]

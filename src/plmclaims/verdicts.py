@@ -1,8 +1,14 @@
-"""Verdicts: a claim's checks decided on run metrics with a paired bootstrap.
+"""Verdicts: a claim's checks decided on run metrics with a paired bootstrap, above the measurements' floors.
 
-Check outcomes: holds, contradicted (significantly), inconclusive (the interval straddles the
-margin), not-judged (shown, but this tier cannot judge it: a semantic-quality check at a tier that
-judges mechanics, or a magnitude measured on a substitute asset), not-run, error.
+Check outcomes: holds, contradicted (significantly), inconclusive (the interval straddles the margin, a credited
+side is not above its floor, too few tasks are informative, or a run is degenerate), not-judged (shown, but this
+tier cannot judge it), not-run, error.
+
+Floors (see README "Floors"): every measurement on every benchmark has the metric's chance floor (the best score
+of a predictor that ignores its input, computed on the resampled gold) and the family controls the claim declares
+(`floors:`; by default the random-weights twin of a raw encoder, the claim's lexical controls, and the claim's
+zero-shot measurement for the others). A relation is judged only when the sides it credits are above every floor
+on the paired bootstrap; a task on which no side of a check is above its floor is left out of that check's average.
 
 Claim verdicts (DESIGN.md): reproduced, direction-holds, not-reproduced, inconclusive, not-run, error.
 """
@@ -10,36 +16,107 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import stats
+from .errors import UserError
 from .plan import ClaimPlan, ScoreRun
 
 log = logging.getLogger("plmclaims")
 VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")
+CHANCE = "chance"
+
+
+class EvidenceError(ValueError):
+    """Runs that cannot be compared (different documents or labels): the claim's verdict is `error`."""
 
 
 @dataclass
 class Series:
-    """Per-seed predictions of one measurement on every benchmark, with bootstrap samples per target."""
+    """Per-seed predictions of one measurement (or floor) on every benchmark, with bootstrap samples per benchmark."""
 
-    preds: dict[str, list[np.ndarray]]
+    name: str
     point: dict[str, float] = field(default_factory=dict)
     seeds: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict[str, dict] = field(default_factory=dict)
     parameters: list[dict] = field(default_factory=list)  # per fine-tuning run: trainable, total, fraction
     peak_memory_mb: float | None = None
+    degenerate: dict[str, list[str]] = field(default_factory=dict)  # benchmark -> ["<run>: <reason>"]
 
     def trained_params(self) -> float | None:
         """Mean trained parameters over the runs (the task head differs slightly between tasks)."""
         return float(np.mean([p["trainable"] for p in self.parameters])) if self.parameters else None
 
+    def on(self, target: str, tasks: list[str]) -> tuple[float, np.ndarray]:
+        """(point, bootstrap samples) on one benchmark, or on 'avg' = the mean over `tasks`."""
+        if target != "avg":
+            return self.point[target], self.samples[target]
+        return float(np.mean([self.point[b] for b in tasks])), np.mean([self.samples[b] for b in tasks], axis=0)
 
-def _load_run(run: ScoreRun, results: str):
+
+@dataclass
+class FloorTest:
+    """Whether one side is above every one of its floors on one target (avg over `tasks`, or a benchmark)."""
+
+    side: str
+    on: str
+    above: bool
+    value: float
+    floor: str = ""  # the floor it fails, or the highest one it beats
+    floor_value: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+
+    def text(self) -> str:
+        rel = "is above" if self.above else "is not above"
+        return (f"{self.side} {self.value:.2f} on {self.on} {rel} its {self.floor} floor {self.floor_value:.2f} "
+                f"(difference {self.value - self.floor_value:+.2f} [{self.ci_low:+.2f}, {self.ci_high:+.2f}])")
+
+
+@dataclass
+class Detail:
+    """A check decided on one target."""
+
+    on: str
+    outcome: str
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str = ""
+    tasks: list[str] = field(default_factory=list)  # the informative tasks an average was taken over
+    extra: dict = field(default_factory=dict)  # pairs, steps, reported values, parameter counts
+
+
+@dataclass
+class CheckResult:
+    index: int
+    type: str
+    description: str
+    scope: str
+    note: str = ""
+    outcome: str = "not-run"
+    measured_outcome: str | None = None  # what the numbers say where the tier does not judge the scope
+    judged: bool | None = None
+    reason: str = ""
+    details: list[Detail] = field(default_factory=list)
+    floors: list[FloorTest] = field(default_factory=list)
+    uninformative: dict[str, str] = field(default_factory=dict)  # task -> why no side carries signal there
+    qualifies: int | None = None  # a trained-parameter ratio: the quality check it counts with
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        for det in d["details"]:
+            det.update(det.pop("extra"))
+        d["floors"] = [{**asdict(f), "text": f.text()} for f in self.floors]
+        return {k: v for k, v in d.items() if v not in (None, "", [], {})} | {"outcome": self.outcome}
+
+
+def _load_run(run, results: str):
     path = Path(run.path(results))
     metrics = json.loads(path.read_text())
     npz = np.load(path.with_name("predictions.npz"))
@@ -61,48 +138,91 @@ class Evidence:
         self.metrics = {b: stats.metric_function(n) for b, n in self.metric_names.items()}
         boot = tier["bootstrap"]
         self.confidence = float(boot.get("confidence", 0.95))
-        self.gold, self.subsets, self.indices = {}, {}, {}
+        self.gold, self.subsets, self.index, self.indices, self.first = {}, {}, {}, {}, {}
         self._rng = np.random.default_rng(int(boot.get("seed", 0)))
         self._resamples = int(boot["resamples"])
+        self._chance: Series | None = None
 
-    def series(self, runs: list[ScoreRun]) -> Series:
+    def _pair(self, b: str, npz, where: str) -> None:
+        """Every run on a benchmark must score the same documents with the same labels, or nothing is paired."""
+        gold = npz[f"{b}::gold"]
+        index = npz[f"{b}::index"] if f"{b}::index" in npz.files else None
+        if b not in self.gold:
+            self.gold[b], self.subsets[b], self.index[b], self.first[b] = gold, npz[f"{b}::subsets"], index, where
+            self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
+            return
+        if not np.array_equal(self.gold[b], gold):
+            raise EvidenceError(f"{where}: {b} gold labels differ from those of {self.first[b]}; runs on different "
+                                "dev samples cannot be paired (rerun both with the same budget)")
+        if index is not None and self.index[b] is not None and not np.array_equal(self.index[b], index):
+            raise EvidenceError(f"{where}: {b} scores other documents than {self.first[b]} (its {b}::index differs, "
+                                "though the gold labels agree); runs on different samples cannot be paired")
+        if self.index[b] is None:
+            self.index[b] = index
+
+    def series(self, runs: list, name: str) -> Series:
         log.info("bootstrap (%d resamples) over %s", self._resamples, ", ".join(sorted({r.instance for r in runs})))
         preds: dict[str, list[np.ndarray]] = {b: [] for b in self.benchmarks}
-        extra: dict[str, dict] = {}
-        parameters, peaks = [], []
+        s = Series(name)
+        peaks = []
         for run in runs:
+            where = run.path(self.results)
             metrics, npz = _load_run(run, self.results)
-            if "parameters" in metrics["values"]:
-                parameters.append(metrics["values"]["parameters"])
-            if metrics["values"].get("peak_memory_mb"):
-                peaks.append(metrics["values"]["peak_memory_mb"])
+            values = metrics["values"]
+            if "parameters" in values:
+                s.parameters.append(values["parameters"])
+            if values.get("peak_memory_mb"):
+                peaks.append(values["peak_memory_mb"])
             # a score run covers every benchmark; a task run covers its task (the plan lists runs seed-ordered per task)
             covers = [run.task] if hasattr(run, "task") else self.benchmarks
             for b in covers:
                 if f"{b}::pred" not in npz.files:
-                    raise ValueError(f"{run.path(self.results)}: predictions.npz has no {b}::pred")
-                preds[b].append(npz[f"{b}::pred"])
-                if b in self.gold and not np.array_equal(self.gold[b], npz[f"{b}::gold"]):
-                    raise ValueError(f"{run.path(self.results)}: {b} gold labels differ from other runs' (dev samples differ?)")
-                if b not in self.gold:
-                    self.gold[b], self.subsets[b] = npz[f"{b}::gold"], npz[f"{b}::subsets"]
-                    self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
-                extra.setdefault(b, {}).update({k: v for k, v in metrics["values"]["benchmarks"][b].items()
-                                                if k.startswith("mteb")})
+                    raise EvidenceError(f"{where}: predictions.npz has no {b}::pred")
+                self._pair(b, npz, where)
+                pred = npz[f"{b}::pred"]
+                # marked by the writer (NaN loss, diverged training), or visible in the predictions of an older run
+                why = values.get("degenerate") or stats.degenerate(pred)
+                if why:
+                    s.degenerate.setdefault(b, []).append(f"{where}: {why}")
+                preds[b].append(pred)
+                s.extra.setdefault(b, {}).update({k: v for k, v in values.get("benchmarks", {}).get(b, {}).items()
+                                                  if k.startswith("mteb")})
         counts = {b: len(preds[b]) for b in self.benchmarks}
         if min(counts.values()) == 0 or len(set(counts.values())) > 1:
-            raise ValueError(f"runs of {sorted({r.instance for r in runs})} cover the benchmarks unevenly: {counts}")
-        s = Series(preds, extra=extra, parameters=parameters, peak_memory_mb=max(peaks) if peaks else None)
+            raise EvidenceError(f"runs of {sorted({r.instance for r in runs})} cover the benchmarks unevenly: {counts}")
+        s.peak_memory_mb = max(peaks) if peaks else None
         for b in self.benchmarks:
+            if b in s.degenerate:  # never a number: every check touching it is inconclusive
+                s.seeds[b], s.point[b] = [math.nan] * len(preds[b]), math.nan
+                s.samples[b] = np.full(self._resamples, math.nan)
+                continue
             metric = self.metrics[b]
             s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how, metric) * self.scale for p in preds[b]]
             s.point[b] = float(np.mean(s.seeds[b]))
             s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b],
                                                   self.scale, metric)
-        s.point["avg"] = float(np.mean([s.point[b] for b in self.benchmarks]))
-        s.seeds["avg"] = [float(np.mean([s.seeds[b][i] for b in self.benchmarks])) for i in range(len(s.seeds[self.benchmarks[0]]))]
-        s.samples["avg"] = np.mean([s.samples[b] for b in self.benchmarks], axis=0)
         return s
+
+    def chance(self) -> Series:
+        """The metric's chance floor per benchmark, on the same resampled gold as every side."""
+        if self._chance is None:
+            s = Series(CHANCE)
+            for b in self.benchmarks:
+                s.point[b] = stats.chance(self.metric_names[b], self.gold[b]) * self.scale
+                s.samples[b] = stats.chance_scores(self.metric_names[b], self.gold[b], self.indices[b], self.scale)
+            self._chance = s
+        return self._chance
+
+    def as_floor(self, s: Series) -> Series:
+        """A control used as a floor: where its run is degenerate (constant), the chance floor stands in, since a
+        predictor that ignores its input scores at most chance."""
+        if not s.degenerate:
+            return s
+        c = self.chance()
+        out = Series(s.name, dict(s.point), samples=dict(s.samples))
+        for b in s.degenerate:
+            out.point[b], out.samples[b] = c.point[b], c.samples[b]
+        return out
 
     def ci(self, samples: np.ndarray) -> tuple[float, float]:
         return stats.interval(samples, self.confidence)
@@ -113,19 +233,16 @@ def _targets(check: dict) -> list[str]:
     return [on] if isinstance(on, str) else list(on)
 
 
-def _decide(samples: np.ndarray, point: float, evidence: Evidence, margin: float = 0.0) -> dict:
+def _decide(samples: np.ndarray, point: float, evidence: Evidence, margin: float = 0.0, on: str = "") -> Detail:
     lo, hi = evidence.ci(samples)
     outcome = "holds" if lo > margin else "contradicted" if hi < margin else "inconclusive"
-    return {"estimate": point, "ci_low": lo, "ci_high": hi, "outcome": outcome}
+    return Detail(on, outcome, point, lo, hi)
 
 
 def _combine(outcomes: list[str]) -> str:
-    if "error" in outcomes:
-        return "error"
-    if "contradicted" in outcomes:
-        return "contradicted"
-    if "inconclusive" in outcomes:
-        return "inconclusive"
+    for o in ("error", "contradicted", "inconclusive"):
+        if o in outcomes:
+            return o
     return "holds"
 
 
@@ -155,42 +272,142 @@ def describe(check: dict) -> str:
     return f"{check['measurement']} {check['shape']} over {check['axis']}"
 
 
+def _sides(check: dict) -> list[str]:
+    names = [check[k] for k in ("measurement", "a", "b") if k in check] + check.get("order", [])
+    return names + check.get("series", []) + check.get("minus", [])
+
+
+def credited(check: dict) -> list[str]:
+    """The sides a relation credits with signal: each must be above its floors for the check to be judged."""
+    t = check["type"]
+    if t == "greater":
+        return [check["a"]]
+    if t == "less":
+        return [check["b"]]
+    if t == "ordering":
+        return check["order"][:-1]  # every side that is claimed to beat another
+    if t in ("approx-equal", "non-inferior"):
+        return [check["a"], check["b"]]  # equality or non-inferiority between two collapsed sides means nothing
+    if t == "ratio" and check.get("quantity") != "trained-params":
+        return [check["a"]]
+    if t == "trend":
+        return check.get("series", []) + check.get("minus", [])  # a gap along a ladder means something only where both learn
+    return []  # reproduces: a magnitude, not a relation
+
+
+class Floors:
+    """Each measurement's floors: chance plus the controls the claim declares (or the family defaults)."""
+
+    def __init__(self, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series], random: dict[str, Series],
+                 lexical: dict[str, Series]):
+        self.ev, self.series = ev, series
+        claim = cplan.claim
+        declared = claim.data.get("floors")
+        zero_shot = [n for n, pm in cplan.measurements.items() if pm.measurement.method == "zero-shot"]
+        self.of: dict[str, list[Series]] = {}
+        for name in series:
+            if declared is not None and name in declared:
+                wanted = list(declared[name])
+            elif declared is not None:
+                wanted = []
+            else:
+                wanted = (["random-weights"] if name in random else []) + list(lexical)
+                wanted += [z for z in zero_shot if z != name]
+            floors = [ev.chance()]
+            for w in wanted:
+                if w == "random-weights" and name in random:
+                    floors.append(ev.as_floor(random[name]))
+                elif w in lexical:
+                    floors.append(ev.as_floor(lexical[w]))
+                elif w in series and w != name:
+                    floors.append(ev.as_floor(Series(w, series[w].point, samples=series[w].samples,
+                                                     degenerate=series[w].degenerate)))
+                elif w in cplan.measurements and w != name:
+                    continue  # a floor measurement this tier cannot run: the other floors still apply
+                else:
+                    allowed = ["random-weights"] * (name in random) + list(lexical) + [m for m in cplan.measurements if m != name]
+                    raise UserError(f"{claim.path}: field 'floors.{name}': {w!r} is no floor this claim measures for "
+                                    f"{name}; allowed values: {', '.join(allowed) or 'none (chance is always a floor)'}")
+            self.of[name] = floors
+
+    def test(self, side: str, target: str, tasks: list[str]) -> FloorTest:
+        """The side above every floor on the target? Reports the failing floor with the lowest interval, else the
+        highest floor it beats."""
+        value, s = self.series[side].on(target, tasks)
+        tests = []
+        for f in self.of[side]:
+            fv, fs = f.on(target, tasks)
+            lo, hi = self.ev.ci(s - fs)
+            tests.append(FloorTest(side, target, lo > 0, value, f.name, fv, lo, hi))
+        failing = [t for t in tests if not t.above]
+        return min(failing, key=lambda t: t.ci_low) if failing else max(tests, key=lambda t: t.floor_value)
+
+
 def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
     claim = cplan.claim
     ev = Evidence(cplan, tier, results)
-    series: dict[str, Series] = {}
-    controls: dict[str, Series] = {}
-    for name, pm in cplan.measurements.items():
-        if pm.status == "ok":
-            series[name] = ev.series(pm.runs)
-            if pm.controls:
-                controls[name] = ev.series(pm.controls)
-    lexical = {k: ev.series([run]) for k, run in cplan.lexical.items()}
+    try:
+        series = {n: ev.series(pm.runs, n) for n, pm in cplan.measurements.items() if pm.status == "ok"}
+        random = {n: ev.series(pm.controls, "random-weights") for n, pm in cplan.measurements.items()
+                  if pm.status == "ok" and pm.controls}
+        lexical = {k: ev.series([run], k) for k, run in cplan.lexical.items()}
+    except EvidenceError as e:
+        return _error_row(cplan, tier, str(e), results)
+    floors = Floors(cplan, ev, series, random, lexical)
+    checks: list[CheckResult] = [None] * len(claim.checks)  # type: ignore[list-item]
+    # parameter ratios last: each counts only together with the quality check it qualifies
+    order = sorted(range(len(claim.checks)), key=lambda i: _is_params_ratio(claim.checks[i]))
+    for i in order:
+        checks[i] = _evaluate_check(i, claim.checks[i], cplan, tier, ev, series, floors, checks)
+    verdict, note = _claim_verdict(checks, cplan, series, claim.tolerance)
+    return {**_header(cplan, tier, verdict, note),
+            "measurements": {n: _measurement_summary(pm, series.get(n), floors, ev) for n, pm in cplan.measurements.items()},
+            "controls": {k: _series_summary(s, ev) for k, s in lexical.items()},
+            "checks": [c.as_dict() for c in checks],
+            "runs": sorted({r.path(results) for r in cplan.score_runs()})}
 
-    checks = [_evaluate_check(i, c, cplan, tier, ev, series, controls) for i, c in enumerate(claim.checks)]
-    verdict, note = _claim_verdict(checks, cplan, tier, series, claim.tolerance)
+
+def _header(cplan: ClaimPlan, tier: dict, verdict: str, note: str) -> dict:
+    claim = cplan.claim
     expected = [e for e in claim.data.get("expected", []) if e["tier"] == tier["name"]]
-    return {
-        "id": claim.id, "version": claim.data["version"], "seed_point": claim.data["seed_point"], "tier": tier["name"],
-        "statement": claim.data["statement"], "source": claim.data["source"], "protocol": claim.protocol,
-        "verdict": verdict, "note": note,
-        "expected": expected, "matches_expected": all(e["verdict"] == verdict for e in expected) if expected else None,
-        "tier_note": claim.data.get("tier_notes", {}).get(tier["name"], ""),
-        "measurements": {name: _measurement_summary(pm, series.get(name), controls.get(name), ev) for name, pm in cplan.measurements.items()},
-        "controls": {k: _series_summary(s, ev) for k, s in lexical.items()},
-        "checks": checks,
-        "runs": sorted({r.path(results) for r in cplan.score_runs()}),
-    }
+    return {"id": claim.id, "version": claim.data["version"], "seed_point": claim.data["seed_point"], "tier": tier["name"],
+            "statement": claim.data["statement"], "source": claim.data["source"], "protocol": claim.protocol,
+            "verdict": verdict, "note": note, "expected": expected,
+            "matches_expected": all(e["verdict"] == verdict for e in expected) if expected else None,
+            "tier_note": claim.data.get("tier_notes", {}).get(tier["name"], "")}
+
+
+def _error_row(cplan: ClaimPlan, tier: dict, note: str, results: str | None = None) -> dict:
+    checks = [CheckResult(i, c["type"], describe(c), c.get("scope", "semantic"), c.get("note", ""), "error", reason=note)
+              for i, c in enumerate(cplan.claim.checks)]
+    return {**_header(cplan, tier, "error", note),
+            "measurements": {n: _measurement_summary(pm, None, None, None) for n, pm in cplan.measurements.items()},
+            "controls": {}, "checks": [c.as_dict() for c in checks],
+            "runs": sorted({r.path(results) for r in cplan.score_runs()}) if results else []}
+
+
+def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]]) -> dict:
+    """The verdict row of a claim whose runs failed: (failed rule, log path) for each failure."""
+    note = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in failures) or "a run failed"
+    return _error_row(cplan, tier, note)
 
 
 def _series_summary(s: Series, ev: Evidence) -> dict:
     out = {}
     for t in ev.benchmarks + ["avg"]:
-        lo, hi = ev.ci(s.samples[t])
-        out[t] = {"measured": s.point[t], "ci_low": lo, "ci_high": hi, "seeds": s.seeds[t]}
-        if t in s.extra and s.extra[t]:
+        point, samples = s.on(t, ev.benchmarks)
+        lo, hi = ev.ci(samples) if np.isfinite(samples).any() else (math.nan, math.nan)
+        out[t] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                  for k, v in {"measured": point, "ci_low": lo, "ci_high": hi}.items()}
+        out[t]["seeds"] = s.seeds.get(t) if t != "avg" else _avg_seeds(s, ev.benchmarks)
+        if s.extra.get(t):
             out[t].update(s.extra[t])
     return out
+
+
+def _avg_seeds(s: Series, tasks: list[str]) -> list[float]:
+    n = len(s.seeds.get(tasks[0], []))
+    return [float(np.mean([s.seeds[b][i] for b in tasks])) for i in range(n)]
 
 
 def _reported_avg(m, benchmarks: list[str]) -> float | None:
@@ -202,11 +419,12 @@ def _reported_avg(m, benchmarks: list[str]) -> float | None:
     return None
 
 
-def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence) -> dict:
+def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Evidence | None) -> dict:
     m = pm.measurement
     out = {"label": m.label, "role": m.role, "method": m.method, "postprocess": m.postprocess, "status": pm.status,
            "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
-           "instances": sorted({r.instance for r in pm.runs}), "reported": _reported_avg(m, ev.benchmarks)}
+           "instances": sorted({r.instance for r in pm.runs}),
+           "reported": _reported_avg(m, ev.benchmarks) if ev else m.reported.get("avg")}
     if s is None:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})
         return out
@@ -215,8 +433,12 @@ def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence
         row["reported"] = m.reported.get(b)
     out.update({"measured": per["avg"]["measured"], "ci_low": per["avg"]["ci_low"], "ci_high": per["avg"]["ci_high"],
                 "seeds": per["avg"]["seeds"], "per_benchmark": per})
-    if ctrl is not None:
-        out["random_weights"] = _series_summary(ctrl, ev)["avg"]
+    if s.degenerate:
+        out["degenerate"] = {b: "; ".join(r) for b, r in s.degenerate.items()}
+    # each floor's score on every target, so the report can draw it beside the measurement
+    out["floors"] = {f.name: {t: f.on(t, ev.benchmarks)[0] for t in ev.benchmarks + ["avg"]} for f in floors.of[s.name]}
+    if "random-weights" in out["floors"]:
+        out["random_weights"] = {"measured": out["floors"]["random-weights"]["avg"]}
     if s.parameters:
         out["trained_params"] = s.trained_params()
         out["total_params"] = float(np.mean([p["total"] for p in s.parameters]))
@@ -226,110 +448,167 @@ def _measurement_summary(pm, s: Series | None, ctrl: Series | None, ev: Evidence
     return out
 
 
-def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evidence,
-                    series: dict[str, Series], controls: dict[str, Series]) -> dict:
+def _is_params_ratio(check: dict) -> bool:
+    return check["type"] == "ratio" and check.get("quantity") == "trained-params"
+
+
+def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evidence, series: dict[str, Series],
+                    floors: Floors, done: list[CheckResult | None]) -> CheckResult:
     t = check["type"]
     scope = check.get("scope", "semantic")
-    row = {"index": i, "type": t, "description": describe(check), "scope": scope, "note": check.get("note", "")}
-    names = [check[k] for k in ("measurement", "a", "b") if k in check] + check.get("order", [])
-    names += check.get("series", []) + check.get("minus", [])
-    missing = [n for n in names if n not in series]
+    row = CheckResult(i, t, describe(check), scope, check.get("note", ""))
     if t == "trend" and not (check.get("axis") == "scale" and check.get("series")):
-        return {**row, "outcome": "not-run", "reason": "layer and step trends arrive with the probing family"}
+        row.reason = "layer and step trends arrive with the probing family"
+        return row
+    missing = [n for n in _sides(check) if n not in series]
     if missing:
-        reasons = "; ".join(f"{n}: {cplan.measurements[n].reason}" for n in missing)
-        return {**row, "outcome": "not-run", "reason": reasons}
-    judged = scope in tier["judges"]
-    row["judged"] = judged
-    if t == "ratio" and check.get("quantity") == "trained-params":
-        detail = _params_ratio(check, series)
-        if detail["outcome"] == "not-run":
-            row["reason"] = detail["reason"]
-        return _finish(row, [detail], judged, scope, tier)
-    details = []
-    for target in _targets(check):
-        S = lambda n: series[n].samples[target]  # noqa: E731
-        P = lambda n: series[n].point[target]  # noqa: E731
-        if t in ("greater", "less"):
-            a, b = (check["a"], check["b"]) if t == "greater" else (check["b"], check["a"])
-            details.append({"on": target, **_decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0))})
-        elif t == "ordering":
-            parts = [_decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0)) for a, b in zip(check["order"], check["order"][1:])]
-            details.append({"on": target, "pairs": parts, "outcome": _combine([p["outcome"] for p in parts]),
-                            "estimate": min(p["estimate"] for p in parts),
-                            "ci_low": min(p["ci_low"] for p in parts), "ci_high": min(p["ci_high"] for p in parts)})
-        elif t == "approx-equal":
-            d = S(check["a"]) - S(check["b"])
-            lo, hi = ev.ci(d)
-            delta = check["delta"]
-            outcome = "holds" if (-delta <= lo and hi <= delta) else "contradicted" if (lo > delta or hi < -delta) else "inconclusive"
-            details.append({"on": target, "estimate": P(check["a"]) - P(check["b"]), "ci_low": lo, "ci_high": hi, "outcome": outcome})
-        elif t == "non-inferior":
-            # a may trail b by at most delta: holds when the whole interval of a - b lies above -delta
-            details.append({"on": target, **_decide(S(check["a"]) - S(check["b"]), P(check["a"]) - P(check["b"]), ev,
-                                                    -float(check["delta"]))})
-        elif t == "trend":
-            details.append({"on": target, **_scale_trend(check, series, target, ev)})
-        elif t == "ratio":
-            r = check["ratio"]
-            details.append({"on": target, **_decide(S(check["a"]) - r * S(check["b"]), P(check["a"]) - r * P(check["b"]), ev)})
-        elif t == "reproduces":
-            name = check["measurement"]
-            reported = cplan.measurements[name].measurement.reported.get(target)
-            tol = float(check.get("tolerance", cplan.claim.tolerance))
-            lo, hi = ev.ci(S(name))
-            if reported is None:
-                details.append({"on": target, "outcome": "not-run", "reason": f"no reported value for {target}"})
-                continue
-            diff = P(name) - reported
-            details.append({"on": target, "estimate": P(name), "reported": reported, "difference": diff, "tolerance": tol,
-                            "ci_low": lo, "ci_high": hi, "outcome": "holds" if abs(diff) <= tol else "contradicted"})
-            if cplan.measurements[name].substitute:
-                judged = False
-                row["reason"] = f"magnitudes are not judged on a substitute asset ({cplan.measurements[name].substitute})"
-    _combine_details(row, details)
-    if check.get("control") == "random-weights" and row["outcome"] == "holds":
-        row["control"] = _control(check, series, controls, ev)
-        if row["control"]["outcome"] != "holds":
-            row["outcome"] = "inconclusive"
-            row["reason"] = (f"the relation holds, but {row['control']['measurement']} does not beat the same network with random weights "
-                             f"({row['control']['estimate']:+.2f} [{row['control']['ci_low']:+.2f}, {row['control']['ci_high']:+.2f}])")
-    return _judge(row, judged, scope, tier)
-
-
-def _combine_details(row: dict, details: list[dict]) -> None:
-    """A check's outcome from its per-target details (targets that could not run do not count)."""
-    row["details"] = details
-    ran = [d["outcome"] for d in details if d["outcome"] != "not-run"]
-    row["outcome"] = _combine(ran) if ran else "not-run"
-
-
-def _finish(row: dict, details: list[dict], judged: bool, scope: str, tier: dict) -> dict:
-    _combine_details(row, details)
-    return _judge(row, judged, scope, tier)
-
-
-def _judge(row: dict, judged: bool, scope: str, tier: dict) -> dict:
-    """At a tier that does not judge the check's scope, the outcome is shown, not judged."""
-    if not judged and row["outcome"] not in ("not-run", "error"):
-        row["measured_outcome"] = row["outcome"]
-        row["outcome"] = "not-judged"
-        row.setdefault("reason", f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}")
+        row.reason = "; ".join(f"{n}: {cplan.measurements[n].reason}" for n in missing)
+        return row
+    row.judged = scope in tier["judges"]
+    if _is_params_ratio(check):
+        _params_ratio(row, check, cplan.claim.checks, series, done)
+    else:
+        _measure(row, check, cplan, ev, series, floors)
+    if not row.judged and row.outcome not in ("not-run", "error"):
+        row.measured_outcome, row.outcome = row.outcome, "not-judged"
+        row.reason = row.reason or f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}"
     return row
 
 
-def _params_ratio(check: dict, series: dict[str, Series]) -> dict:
-    """Trained parameters of a over those of b, against the claimed ratio: counts are exact, so no interval."""
+def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series],
+             floors: Floors) -> None:
+    """Decide a relation (or a magnitude) on each target, after the guards that make it meaningful."""
+    t = check["type"]
+    sides = list(dict.fromkeys(_sides(check)))
+    # 1. a degenerate run never enters the bootstrap
+    touched = [b for target in _targets(check) for b in (ev.benchmarks if target == "avg" else [target])]
+    bad = [f"{n} on {b}: {r}" for n in sides for b in dict.fromkeys(touched) for r in series[n].degenerate.get(b, [])]
+    if bad:
+        row.outcome, row.reason = "inconclusive", "degenerate run(s), left out of the bootstrap: " + "; ".join(bad)
+        return
+    wanted = credited(check)
+    if check.get("control") == "random-weights":
+        lacking = [n for n in wanted if not any(f.name == "random-weights" for f in floors.of[n])]
+        if lacking:
+            row.reason = f"no random-weights control planned for {', '.join(lacking)}"
+            return
+    details = []
+    for target in _targets(check):
+        tasks = ev.benchmarks
+        if target == "avg" and wanted:
+            # 2. tasks on which no side carries signal are left out of the average
+            for b in ev.benchmarks:
+                tests = [floors.test(n, b, [b]) for n in sides]
+                if not any(ft.above for ft in tests):
+                    row.uninformative[b] = "no side above its floor: " + "; ".join(
+                        f"{ft.side} {ft.value:.2f} vs {ft.floor} {ft.floor_value:.2f}" for ft in tests)
+            tasks = [b for b in ev.benchmarks if b not in row.uninformative]
+            need = math.ceil(float(cplan.claim.data.get("min_informative", 0.5)) * len(ev.benchmarks))
+            if len(tasks) < need:
+                details.append(Detail(target, "inconclusive", reason=(
+                    f"only {len(tasks)} of {len(ev.benchmarks)} tasks are informative at this budget (at least {need} "
+                    f"needed); uninformative: {', '.join(row.uninformative)}"), tasks=tasks))
+                continue
+        # 3. the sides the relation credits must be above their floors on the (recomputed) target
+        tests = [floors.test(n, target, tasks) for n in wanted]
+        row.floors += tests
+        below = [ft for ft in tests if not ft.above]
+        if below:
+            details.append(Detail(target, "inconclusive", reason="; ".join(ft.text() for ft in below), tasks=tasks))
+            continue
+        d = _relation(check, cplan, ev, series, target, tasks, row)
+        d.tasks = tasks if target == "avg" and row.uninformative else []
+        details.append(d)
+    row.details = details
+    ran = [d.outcome for d in details if d.outcome != "not-run"]
+    row.outcome = _combine(ran) if ran else "not-run"
+    reasons = [d.reason for d in details if d.reason and d.outcome == row.outcome]
+    if row.uninformative and row.outcome != "inconclusive":
+        reasons.append(f"judged on {', '.join(details[0].tasks or ev.benchmarks)}; uninformative (no side above its "
+                       f"floor): {', '.join(row.uninformative)}")
+    row.reason = row.reason or "; ".join(dict.fromkeys(reasons))
+
+
+def _relation(check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series], target: str, tasks: list[str],
+              row: CheckResult) -> Detail:
+    t = check["type"]
+    S = lambda n: series[n].on(target, tasks)[1]  # noqa: E731
+    P = lambda n: series[n].on(target, tasks)[0]  # noqa: E731
+    if t in ("greater", "less"):
+        a, b = (check["a"], check["b"]) if t == "greater" else (check["b"], check["a"])
+        return _decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0), target)
+    if t == "ordering":
+        pairs = [_decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0), f"{a} > {b}")
+                 for a, b in zip(check["order"], check["order"][1:])]
+        weakest = min(pairs, key=lambda p: p.ci_low)  # the link the ordering stands or falls with
+        return Detail(target, _combine([p.outcome for p in pairs]), weakest.estimate, weakest.ci_low, weakest.ci_high,
+                      extra={"weakest": weakest.on, "pairs": [asdict(p) for p in pairs]})
+    if t == "approx-equal":
+        lo, hi = ev.ci(S(check["a"]) - S(check["b"]))
+        delta = check["delta"]
+        outcome = "holds" if (-delta <= lo and hi <= delta) else "contradicted" if (lo > delta or hi < -delta) else "inconclusive"
+        return Detail(target, outcome, P(check["a"]) - P(check["b"]), lo, hi)
+    if t == "non-inferior":
+        # a may trail b by at most delta: holds when the whole interval of a - b lies above -delta
+        return _decide(S(check["a"]) - S(check["b"]), P(check["a"]) - P(check["b"]), ev, -float(check["delta"]), target)
+    if t == "trend":
+        return _scale_trend(check, S, P, ev, target)
+    if t == "ratio":
+        r = check["ratio"]
+        return _decide(S(check["a"]) - r * S(check["b"]), P(check["a"]) - r * P(check["b"]), ev, 0.0, target)
+    # reproduces: a magnitude against the published value
+    name = check["measurement"]
+    reported = cplan.measurements[name].measurement.reported.get(target)
+    if reported is None:
+        return Detail(target, "not-run", reason=f"no reported value for {target}")
+    tol = float(check.get("tolerance", cplan.claim.tolerance))
+    lo, hi = ev.ci(S(name))
+    diff = P(name) - reported
+    if cplan.measurements[name].substitute:
+        row.judged = False
+        row.reason = f"magnitudes are not judged on a substitute asset ({cplan.measurements[name].substitute})"
+    return Detail(target, "holds" if abs(diff) <= tol else "contradicted", P(name), lo, hi,
+                  extra={"reported": reported, "difference": diff, "tolerance": tol})
+
+
+def _params_ratio(row: CheckResult, check: dict, checks: list[dict], series: dict[str, Series],
+                  done: list[CheckResult | None]) -> None:
+    """Trained parameters of a over those of b, against the claimed ratio: counts are exact, so no interval. It counts
+    only together with the quality check it qualifies: a method that trains few parameters and learns nothing
+    reproduces nothing."""
     a, b = series[check["a"]].trained_params(), series[check["b"]].trained_params()
     if a is None or b is None or b == 0:
-        return {"on": "parameters", "outcome": "not-run", "reason": "the runs record no parameter counts"}
+        row.reason = "the runs record no parameter counts"
+        row.details = [Detail("parameters", "not-run")]
+        return
     ratio = a / b
     ok = ratio >= check["ratio"] if check.get("direction") == "at-least" else ratio <= check["ratio"]
-    return {"on": "parameters", "estimate": ratio, "ci_low": ratio, "ci_high": ratio, "trained_a": a, "trained_b": b,
-            "outcome": "holds" if ok else "contradicted"}
+    row.details = [Detail("parameters", "holds" if ok else "contradicted", ratio, ratio, ratio,
+                          extra={"trained_a": a, "trained_b": b})]
+    if not ok:
+        row.outcome = "contradicted"
+        return
+    qi = check.get("qualifies", _quality_index(check, checks))
+    row.qualifies = qi
+    quality = done[qi] if qi is not None else None
+    if quality is None:
+        row.outcome, row.reason = "inconclusive", (f"the ratio holds ({ratio:.4g}), but no quality check compares "
+                                                   f"{check['a']} with {check['b']}: a parameter ratio alone reproduces nothing")
+    elif quality.outcome != "holds":
+        row.outcome, row.reason = "inconclusive", (
+            f"the ratio holds ({ratio:.4g}), but it counts only with check {qi} ({quality.description}), which is "
+            f"{quality.outcome}: a parameter ratio alone reproduces nothing")
+    else:
+        row.outcome = "holds"
 
 
-def _scale_trend(check: dict, series: dict[str, Series], target: str, ev: Evidence) -> dict:
+def _quality_index(check: dict, checks: list[dict]) -> int | None:
+    """The first quality check (not a parameter ratio) that compares the ratio's two measurements."""
+    want = {check["a"], check["b"]}
+    return next((j for j, c in enumerate(checks) if not _is_params_ratio(c) and want <= set(_sides(c))), None)
+
+
+def _scale_trend(check: dict, S, P, ev: Evidence, target: str) -> Detail:
     """A trend along a scale ladder (smallest model first), optionally of differences (e.g. prompt minus full tuning).
 
     Judged on the ends of the ladder: 'rises' holds when largest minus smallest is above 0 with the bootstrap
@@ -338,27 +617,15 @@ def _scale_trend(check: dict, series: dict[str, Series], target: str, ev: Eviden
     names, minus = check["series"], check.get("minus") or []
     sign = 1.0 if check["shape"] == "rises" else -1.0 if check["shape"] == "falls" else None
     if sign is None:
-        return {"outcome": "not-run", "reason": f"scale trends judge 'rises' or 'falls', not {check['shape']!r}"}
-    vals = [series[n].samples[target] - (series[minus[i]].samples[target] if minus else 0.0) for i, n in enumerate(names)]
-    pts = [series[n].point[target] - (series[minus[i]].point[target] if minus else 0.0) for i, n in enumerate(names)]
+        return Detail(target, "not-run", reason=f"scale trends judge 'rises' or 'falls', not {check['shape']!r}")
+    vals = [S(n) - (S(minus[i]) if minus else 0.0) for i, n in enumerate(names)]
+    pts = [P(n) - (P(minus[i]) if minus else 0.0) for i, n in enumerate(names)]
     steps = [_decide(sign * (vals[i + 1] - vals[i]), sign * (pts[i + 1] - pts[i]), ev) for i in range(len(vals) - 1)]
-    ends = _decide(sign * (vals[-1] - vals[0]), sign * (pts[-1] - pts[0]), ev)
-    outcome = ends["outcome"]
-    if outcome == "holds" and any(st["outcome"] == "contradicted" for st in steps):
-        outcome = "inconclusive"
-    return {**ends, "outcome": outcome, "values": pts, "steps": steps}
-
-
-def _control(check: dict, series: dict[str, Series], controls: dict[str, Series], ev: Evidence) -> dict:
-    """Trained minus random weights for the winning side of the relation, on the check's first target."""
-    winner = check.get("a") if check["type"] != "less" else check.get("b")
-    winner = winner or check.get("order", [None])[0] or check.get("measurement")
-    target = _targets(check)[0]
-    if winner not in controls:
-        return {"measurement": winner, "outcome": "not-run", "estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
-                "reason": "no random-weights control planned for this measurement"}
-    d = series[winner].samples[target] - controls[winner].samples[target]
-    return {"measurement": winner, "on": target, **_decide(d, series[winner].point[target] - controls[winner].point[target], ev)}
+    ends = _decide(sign * (vals[-1] - vals[0]), sign * (pts[-1] - pts[0]), ev, on=target)
+    if ends.outcome == "holds" and any(st.outcome == "contradicted" for st in steps):
+        ends.outcome, ends.reason = "inconclusive", "the ends hold, but a step between neighbours goes the other way"
+    ends.extra = {"values": pts, "steps": [asdict(st) for st in steps]}
+    return ends
 
 
 def _failure(check: dict) -> str:
@@ -373,7 +640,8 @@ def _failure(check: dict) -> str:
     return f"{check['description']} ({', '.join(parts)})"
 
 
-def _claim_verdict(checks: list[dict], cplan: ClaimPlan, tier: dict, series: dict, tolerance: float) -> tuple[str, str]:
+def _claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, tolerance: float) -> tuple[str, str]:
+    checks = [c.as_dict() for c in results]
     judged = [c for c in checks if c["outcome"] in ("holds", "contradicted", "inconclusive", "error")]
     if any(c["outcome"] == "error" for c in checks):
         return "error", "a check failed to evaluate"
@@ -387,16 +655,20 @@ def _claim_verdict(checks: list[dict], cplan: ClaimPlan, tier: dict, series: dic
         failed = "; ".join(_failure(c) for c in judged if c["outcome"] == "contradicted")
         return "not-reproduced", f"contradicted: {failed}." + tail
     if "inconclusive" in outcomes:
-        reasons = "; ".join(c.get("reason", "the interval straddles the margin") for c in judged if c["outcome"] == "inconclusive")
+        reasons = "; ".join(f"{c['description']}: {c.get('reason') or 'the interval straddles the margin'}"
+                            for c in judged if c["outcome"] == "inconclusive")
         return "inconclusive", reasons + "." + tail
+    dropped = [f"{c['description']}: {c['reason']}" for c in judged if c.get("uninformative")]
+    tail = (" " + "; ".join(dropped) + "." if dropped else "") + tail
     off = []
     for name, s in series.items():
         pm = cplan.measurements[name]
         reported = pm.measurement.reported.get("avg")
         if pm.substitute or reported is None:
             continue
-        if abs(s.point["avg"] - reported) > tolerance:
-            off.append(f"{name} {s.point['avg']:.2f} vs {reported:.2f}")
+        avg = s.on("avg", list(s.point))[0]
+        if abs(avg - reported) > tolerance:
+            off.append(f"{name} {avg:.2f} vs {reported:.2f}")
     if off:
         return "direction-holds", f"the relations hold, but magnitudes are off by more than {tolerance}: {', '.join(off)}." + tail
     judged_mag = any(not cplan.measurements[n].substitute and cplan.measurements[n].measurement.reported for n in series)

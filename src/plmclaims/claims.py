@@ -182,8 +182,8 @@ def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) 
             shown = STS_METHODS if family == "sts" else rules["methods"]
             raise UserError(f"{path}: field '{where}.method': got {short(m.method)}{what}; allowed {family} methods: {', '.join(shown)}")
         if m.postprocess and (family != "sts" or m.method not in POOLINGS):
-            raise UserError(f"{path}: field '{where}.postprocess': post-processing applies to pooled encoder vectors "
-                            f"(STS poolings: {', '.join(POOLINGS)}), not to {family} method {m.method!r}; remove it")
+            raise UserError(f"{path}: field '{where}.postprocess': only STS poolings of encoder vectors take "
+                            f"post-processing, not {family} method {m.method!r}; remove it")
         _check_params(path, family, m)
 
 
@@ -271,11 +271,11 @@ def _load_claim(path: Path, root: Path | None) -> Claim:
     targets = set(proto["benchmarks"]) | {"avg"}
     for task in proto.get("task_metrics", {}):
         if task not in proto["benchmarks"]:
-            raise UserError(f"{path}: field 'protocol.task_metrics.{short(task)}': not one of the claim's benchmarks; allowed values: {', '.join(proto['benchmarks'])}")
+            raise UserError(f"{path}: field 'protocol.task_metrics.{task[:40]}': not one of the claim's benchmarks; allowed values: {', '.join(proto['benchmarks'])}")
     for name, m in measurements.items():
         for key in m.reported:
             if key not in targets:
-                raise UserError(f"{path}: field 'measurements.{name}.reported.{short(key)}': unknown benchmark; allowed values: {', '.join(sorted(targets))}")
+                raise UserError(f"{path}: field 'measurements.{name}.reported.{key[:40]}': unknown benchmark; allowed values: {', '.join(sorted(targets))}")
     _check_family(path, data, measurements)
     _check_checks(path, data, measurements)
     return Claim(id=data["id"], path=path, data=data, measurements=measurements)
@@ -315,22 +315,22 @@ def _check_against_tier(claim: Claim, tier: dict) -> None:
             continue
         spec = tier["assets"][asset]
         where = f"{claim.path}: field 'measurements.{name}.method'"
-        at = f"role '{m.role}' is asset '{asset}' ({spec['kind']}) at tier {tier['name']}"
+        arch = architecture(spec)
         if family == "sts" and m.method in STS_METHODS:
             gives = METHODS_BY_KIND.get(spec["kind"], ())
             if m.method not in gives:
-                raise UserError(f"{where}: got {m.method!r}, but {at}, which gives: {', '.join(gives) or 'no STS vectors'}")
-        arch = architecture(spec)
+                raise UserError(f"{where}: got {m.method!r}; tier {tier['name']} maps role '{m.role}' to '{asset}' "
+                                f"({spec['kind']}), which gives: {', '.join(gives) or 'no STS vectors'}")
         if family == "glue" and m.method == "prefix-tuning" and arch in ("bert", "roberta"):
-            raise UserError(f"{where}: got 'prefix-tuning', but {at}: peft cannot prefix-tune {arch} encoders under "
-                            "transformers 5; use family lm-tasks (a causal LM) or another glue method")
+            raise UserError(f"{where}: got 'prefix-tuning'; peft cannot prefix-tune {arch} encoders ('{asset}' at tier "
+                            f"{tier['name']}) under transformers 5: use family lm-tasks")
         targets = m.params.get("target_modules")
         if m.method == "lora" and targets and arch in LORA_MODULES:
             allowed = LORA_MODULES[arch]
             for k, t in enumerate(targets):
                 if t.rpartition(".")[2] not in allowed:
                     raise UserError(f"{claim.path}: field 'measurements.{name}.params.target_modules.{k}': got {short(t)}, "
-                                    f"not a layer of {at} ({arch}); allowed values: {', '.join(allowed)}")
+                                    f"not a layer of '{asset}' ({arch}, tier {tier['name']}); allowed values: {', '.join(allowed)}")
 
 
 def _misplaced(root: Path) -> list[Path]:

@@ -27,14 +27,15 @@ MAX_VALUES = 20_000  # scalars, lists and mappings after expanding aliases
 MAX_LINE = 280  # an error line, before the CLI's "plmclaims: error: " prefix: 300 characters in all
 
 _repr = reprlib.Repr()  # keyword arguments need Python 3.12
-_repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 60, 60, 6, 4, 2
+_repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 40, 40, 4, 3, 2
 
 
 def short(value) -> str:
     """A bounded repr for error messages (a 300 MB value must not become a 300 MB error line)."""
     if isinstance(value, float) and not math.isfinite(value):
         return {math.inf: ".inf", -math.inf: "-.inf"}.get(value, ".nan")  # YAML's spelling
-    return _repr.repr(value)
+    text = _repr.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def one_line(message: str, limit: int = MAX_LINE) -> str:
@@ -171,7 +172,8 @@ def read_yaml(path: Path) -> dict:
         raise UserError(one_line(f"{path}:{f' line {line}:' if line else ''} {problem}")) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
+        line = mark.line + 1 if mark else text.count("\n", 0, getattr(err, "position", 0)) + 1  # a ReaderError has a position
+        where = f" line {line}"
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise UserError(one_line(f"{path}:{where} is not valid YAML ({problem}); fix the syntax")) from None
     if not isinstance(data, dict):
@@ -185,10 +187,10 @@ def _field(error: jsonschema.ValidationError) -> str:
 
 
 def _allowed(values) -> str:
-    """An enum's values, cut after about 150 characters (the schema file named beside lists them all)."""
+    """An enum's values, cut after about 110 characters (the schema file named beside lists them all)."""
     out, used = [], 0
     for v in map(str, values):
-        if used + len(v) > 150:
+        if used + len(v) > 110:
             return ", ".join(out) + f", ... ({len(values) - len(out)} more)"
         out.append(v)
         used += len(v) + 2

@@ -13,7 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # what 'main' points to
+
+
+def _commit(rev: str | None) -> str:
+    """Asked for a commit, the hub answers with that commit; asked for a branch, with the commit it points to."""
+    return rev if rev and len(rev) == 40 and all(c in "0123456789abcdef" for c in rev) else COMMIT
 
 
 class FakeHub:
@@ -69,7 +74,8 @@ class FakeHub:
                 data = [{"type": "file", "path": str(p.relative_to(folder)), "size": p.stat().st_size,
                          "oid": hashlib.sha1(p.read_bytes()).hexdigest()} for p in files]
             else:  # repo info, with or without /revision/<rev>
-                data = {"id": repo_id, "sha": COMMIT, "private": False,
+                rev = tail[1] if tail[:1] == ["revision"] and len(tail) > 1 else None
+                data = {"id": repo_id, "sha": _commit(rev), "private": False,
                         "siblings": [{"rfilename": str(p.relative_to(folder))} for p in files]}
             return self._send(h, 200, json.dumps(data).encode(), body, {"Content-Type": "application/json"})
         repo_type = "dataset" if parts[:1] == ["datasets"] else "model"
@@ -82,7 +88,7 @@ class FakeHub:
             return self._send(h, 404, b"not found", body, {"X-Error-Code": "EntryNotFound"})
         data = file.read_bytes()
         etag = hashlib.sha256(data).hexdigest()
-        return self._send(h, 200, data, body, {"X-Repo-Commit": COMMIT, "ETag": f'"{etag}"', "Content-Type": "application/octet-stream"})
+        return self._send(h, 200, data, body, {"X-Repo-Commit": _commit(tail[1]), "ETag": f'"{etag}"', "Content-Type": "application/octet-stream"})
 
     @staticmethod
     def _send(h, status: int, data: bytes, body: bool, headers: dict) -> None:

@@ -13,9 +13,15 @@ import pytest
 import yaml
 
 from fakehub import FakeHub
+from plmclaims import hub as hubmod
 from plmclaims.data import sts
+from plmclaims.errors import UserError
 
 CLAIM = "sts/released-checkpoint-reproduces"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+# the paper tier's pin, so these tests load MiniLM at the commit the paper tier names
+PIN = yaml.safe_load((Path(__file__).parents[1] / "workflows" / "tiers" / "paper.yaml").read_text()
+                     )["assets"]["all-minilm-l6-v2-hub"]["revision"]
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +48,7 @@ def project(tmp_path, repo):
     tier = yaml.safe_load((repo / "workflows" / "tiers" / "tiny.yaml").read_text())
     tier["name"] = "hubtest"
     tier["data"]["sts_mteb"] = {"source": "hub"}
-    tier["assets"]["minilm-hub"] = {"kind": "transformer", "source": "hub", "id": "sentence-transformers/all-MiniLM-L6-v2",
-                                    "max_length": 256}
+    tier["assets"]["minilm-hub"] = {"kind": "transformer", "source": "hub", "id": MINILM, "revision": PIN, "max_length": 256}
     tier["roles"]["released-sentence-encoder"] = {"asset": "minilm-hub"}
     (tmp_path / "hubtest.yaml").write_text(yaml.safe_dump(tier))
     claims = tmp_path / "claims" / "sts"
@@ -69,8 +74,12 @@ def test_prefetch_writes_assets_and_sha256_manifest(project, hub_repos):
     assert res.returncode == 0, res.stderr[-2000:]
     assert "prefetched 8 assets" in res.stdout
     assert any("/api/datasets/mteb/sts12-sts/tree/a0d554a6" in r for r in hub.requests)  # the pinned revision is asked for
+    assert any(f"/api/models/{MINILM}/revision/{PIN}" in r for r in hub.requests)
+    assert not any("/main" in r for r in hub.requests)  # no asset of this tier falls back to the moving branch
     manifest = json.loads((project / "resources" / "hub" / "manifest.json").read_text())
-    entry = manifest["assets"]["model:sentence-transformers/all-MiniLM-L6-v2"]
+    entry = manifest["assets"][f"model:{MINILM}"]
+    assert entry["revision"] == PIN and entry["pinned"]
+    assert manifest["assets"]["dataset:mteb/sts12-sts"]["revision"] == sts.HUB_IDS["STS12"][1]
     src = hub_repos[("model", "sentence-transformers/all-MiniLM-L6-v2")]
     assert entry["files"]["model.safetensors"] == hashlib.sha256((src / "model.safetensors").read_bytes()).hexdigest()
     assert len(manifest["assets"]) == 8
@@ -96,6 +105,7 @@ def test_offline_run_reads_only_the_prefetched_folder(project, repo, hub_repos):
     assert all("resources/hub/datasets/mteb/" in path for path in metrics["provenance"]["data_sha256"])
     encode = json.loads(next((project / "results" / "hubtest" / "runs" / "encode").rglob("metrics.json")).read_text())
     assert "resources/hub/models/sentence-transformers/all-MiniLM-L6-v2" in encode["values"]["model"]
+    assert encode["provenance"]["config"]["revision"] == PIN  # the run records the commit it loaded
 
 
 def test_missing_asset_fails_at_once_naming_it_and_the_command(project, repo, hub_repos):
@@ -110,3 +120,71 @@ def test_missing_asset_fails_at_once_naming_it_and_the_command(project, repo, hu
     err = [l for l in res.stderr.splitlines() if l.startswith("plmclaims: error:")]
     assert len(err) == 1 and "dataset mteb/sts15-sts" in err[0] and "plmclaims prefetch --tier hubtest" in err[0]
     assert not (project / "results").exists()  # stopped before any compute
+
+
+@pytest.fixture()
+def prefetched(project, hub_repos, monkeypatch):
+    """The fidelity claim's assets prefetched into project/resources/hub, and this process pointed at them."""
+    with FakeHub(hub_repos) as hub:
+        res = _prefetch(project, hub)
+    assert res.returncode == 0, res.stderr[-2000:]
+    root = project / "resources" / "hub"
+    monkeypatch.setenv("PLMCLAIMS_HUB_DIR", str(root))
+    monkeypatch.setattr(hubmod, "_verified", set())  # a fresh process's cache
+    return root
+
+
+def _changed(folder: Path) -> Path:
+    path = folder / "config.json"
+    path.write_bytes(path.read_bytes().replace(b"384", b"385", 1))
+    return path
+
+
+def _missing(folder: Path) -> Path:
+    (folder / "vocab.txt").unlink()
+    return folder / "vocab.txt"
+
+
+def _added(folder: Path) -> Path:
+    (folder / "pytorch_model.bin").write_bytes(b"planted")  # a second weights file a loader could pick up
+    return folder / "pytorch_model.bin"
+
+
+@pytest.mark.parametrize("tamper, says", [(_changed, "sha256 differs"), (_missing, "missing"), (_added, "not in manifest.json")])
+def test_tampered_prefetched_file_stops_the_load_in_one_line(prefetched, tamper, says):
+    folder = prefetched / "models" / MINILM
+    path = tamper(folder)
+    with pytest.raises(UserError) as err:
+        hubmod.resolve(MINILM, "model", "hubtest", PIN)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"{path}: {says}")
+    assert f"plmclaims prefetch --tier hubtest --out {prefetched}" in line
+
+
+def test_verified_once_per_process_and_a_changed_pin_refused(prefetched, monkeypatch):
+    folder = prefetched / "models" / MINILM
+    assert hubmod.resolve(MINILM, "model", "hubtest", PIN) == str(folder)
+    hashed = []
+    monkeypatch.setattr(hubmod, "sha256_file", lambda p: hashed.append(p))
+    assert hubmod.resolve(MINILM, "model", "hubtest", PIN) == str(folder)
+    assert hashed == []  # the second load of the asset in this process hashes nothing
+    other = "f" * 40
+    with pytest.raises(UserError, match=f"prefetched into .* at revision {PIN}, but the tier pins {other}; prefetch it again"):
+        hubmod.resolve(MINILM, "model", "hubtest", other)
+
+
+def test_online_model_load_reads_the_pinned_commit(tmp_path, minilm_path):
+    """Without a prefetched copy, a pinned model is read from the hub cache's snapshot of that commit, never main."""
+    repo = tmp_path / "repo"
+    shutil.copytree(minilm_path, repo)
+    (repo / "onnx").mkdir(exist_ok=True)
+    (repo / "onnx" / "model.onnx").write_bytes(b"weights for another framework")
+    code = f"from plmclaims import hub; print(hub.resolve({MINILM!r}, 'model', 'hubtest', {PIN!r}))"
+    with FakeHub({("model", MINILM): repo}) as hub:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                             env=_env(tmp_path, HF_ENDPOINT=hub.url, PLMCLAIMS_HUB_DIR=str(tmp_path / "no-prefetch")))
+    assert res.returncode == 0, res.stderr[-2000:]
+    snapshot = Path(res.stdout.strip().splitlines()[-1])
+    assert snapshot.parent.name == "snapshots" and snapshot.name == PIN
+    assert (snapshot / "model.safetensors").is_file() and not (snapshot / "onnx").exists()
+    assert any(PIN in r for r in hub.requests) and not any("/main" in r for r in hub.requests)

@@ -140,12 +140,13 @@ def cmd_prefetch(args) -> None:
     import os
 
     from . import hub
+    from .assets import needed_assets
     from .claims import load_claims
     from .plan import plan_all
 
     tier = _tier(args)
     os.environ["PLMCLAIMS_HUB_DIR"] = args.out
-    assets = hub.needed_assets(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier)
+    assets = needed_assets(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier)
     if not assets:
         print(f"tier {tier['name']}: the selected claims need no hub asset")
         return

@@ -163,7 +163,7 @@ def load_static_vectors(spec: dict) -> StaticVectors:
     if spec["source"] == "hub":
         from . import hub
 
-        return load_word_embedding_model(hub.resolve(spec["id"], "model"))
+        return load_word_embedding_model(hub.resolve(spec["id"], "model", revision=spec.get("revision")))
     raise UserError(f"static vectors source {spec['source']!r} unknown; allowed values: package, hub")
 
 

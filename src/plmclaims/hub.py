@@ -1,31 +1,41 @@
 """Hub assets for air-gapped clusters: prefetch into a folder with a sha256 manifest, resolve from it offline.
 
 `plmclaims prefetch --tier paper` downloads every hub model and dataset that the selected claims
-need (through `huggingface_hub.snapshot_download`, the same call that loads them online) into
-`resources/hub/` and writes `manifest.json`. Every later load asks `resolve()` first: a prefetched
-asset is read from its folder; with HF_HUB_OFFLINE=1 an asset missing from the manifest fails at
-once, naming the asset and the prefetch command.
+need (through `huggingface_hub.snapshot_download`, the same call that loads them online), each at
+its pinned commit, into `resources/hub/` and writes `manifest.json` with the commit and every
+file's sha256. Every later load asks `resolve()` first: a prefetched asset is checked against the
+manifest and read from its folder; with HF_HUB_OFFLINE=1 an asset missing from the manifest fails
+at once, naming the asset and the prefetch command.
+
+This module sits at the bottom of the package: it imports only errors and provenance. Which
+assets a set of claims needs is planned above it (plmclaims.assets).
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data.sts import sha256_file
 from .errors import UserError
-from .provenance import atomic_write_json
+from .provenance import atomic_write_json, sha256_file
 
 MANIFEST = "manifest.json"
+# Every loader here is PyTorch: weights for other frameworks are never fetched (bert-base-uncased alone carries
+# TensorFlow, Flax, Rust and CoreML copies of its 440 MB of weights).
+OTHER_FRAMEWORKS = ["*.h5", "*.msgpack", "*.ot", "*.tflite", "*.mlmodel", "onnx/*", "openvino/*", "coreml/*"]
+
+# prefetched folders whose files matched the manifest in this process: each job hashes an asset once
+_verified: set[tuple[str, str | None]] = set()
 
 
 @dataclass(frozen=True)
 class HubAsset:
     repo_id: str
     repo_type: str  # "model" or "dataset"
-    revision: str | None = None
+    revision: str | None = None  # a commit (40 hex); None loads the hub's main branch
     why: str = ""
 
     @property
@@ -52,49 +62,64 @@ def prefetch_command(tier: str | None = None) -> str:
     return f"plmclaims prefetch --tier {tier or '<tier>'} --out {hub_dir()}"
 
 
-def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None) -> str:
-    """A local folder for a prefetched asset; the hub id itself when online; a clear error when offline."""
+def _files(folder: Path) -> list[str]:
+    """The asset's files relative to its folder, without huggingface_hub's download bookkeeping (.cache)."""
+    return [str(p.relative_to(folder)) for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".cache" not in p.relative_to(folder).parts]
+
+
+def verify(entry: dict, tier: str | None = None) -> None:
+    """Check a prefetched asset's files against the sha256s its manifest entry recorded; once per process."""
+    folder = hub_dir() / entry["path"]
+    done = (str(folder.resolve()), entry.get("revision"))
+    if done in _verified:
+        return
+    # prefetch keeps files already in the folder, so the way back to the recorded bytes starts from an empty folder
+    fix = f"delete {folder} and prefetch it again: {prefetch_command(tier)}"
+    for rel, want in entry["files"].items():
+        path = folder / rel
+        if not path.is_file():
+            raise UserError(f"{path}: missing, though {MANIFEST} lists it; {fix}")
+        if sha256_file(path) != want:
+            raise UserError(f"{path}: sha256 differs from {MANIFEST} (the file changed after prefetch); {fix}")
+    extra = sorted(set(_files(folder)) - set(entry["files"]))
+    if extra:  # a file added after prefetch (say a second weights file) would be loaded unchecked
+        raise UserError(f"{folder / extra[0]}: not in {MANIFEST} (added after prefetch; {len(extra)} such file(s)); {fix}")
+    _verified.add(done)
+
+
+def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None, revision: str | None = None) -> str:
+    """What to load: a verified prefetched folder; online, a model's snapshot at `revision` (the hub id itself when
+    unpinned, or for a dataset, whose caller passes `revision` to datasets.load_dataset); offline, a clear error."""
     if Path(repo_id).is_dir():
         return repo_id
     entry = load_manifest()["assets"].get(f"{repo_type}:{repo_id}")
-    if entry is not None:
-        path = hub_dir() / entry["path"]
-        if path.is_dir():
-            return str(path)
+    if entry is not None and (hub_dir() / entry["path"]).is_dir():
+        if revision is not None and entry.get("revision") != revision:
+            raise UserError(f"{repo_type} {repo_id!r} was prefetched into {hub_dir()} at revision {entry.get('revision')}, "
+                            f"but the tier pins {revision}; prefetch it again: {prefetch_command(tier)}")
+        verify(entry, tier)
+        return str(hub_dir() / entry["path"])
     if offline():
         raise UserError(f"{repo_type} {repo_id!r} is not prefetched in {hub_dir()} and HF_HUB_OFFLINE=1; "
                         f"on a machine with network run: {prefetch_command(tier)}")
-    return repo_id
+    if revision is None or repo_type != "model":
+        return repo_id
+    # the hub cache's snapshot of exactly the pinned commit: from_pretrained and sentence-transformers read this folder,
+    # so no loader can fall back to main
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(repo_id, revision=revision, ignore_patterns=OTHER_FRAMEWORKS)
+    except Exception as err:  # network, auth, a revision the repository lacks: name the asset
+        raise UserError(f"model {repo_id!r} at revision {revision} could not be downloaded: {type(err).__name__}: "
+                        f"{str(err).splitlines()[0] if str(err) else ''}"[:300]) from None
 
 
-def needed_assets(plans, tier: dict) -> list[HubAsset]:
-    """Every hub model and dataset the planned runs load, without touching the network."""
-    from .data.glue import HUB_ID as GLUE_HUB_ID
-    from .data.sts import BENCHMARKS, HUB_IDS
-    from .runs import SOURCE_OF_EVALUATOR
-    from .tiers import Instance
-
-    found: dict[str, HubAsset] = {}
-    for p in plans:
-        for run in p.score_runs():
-            asset = Instance.parse(run.instance, tier).asset
-            spec = tier["assets"][asset]
-            if spec.get("source") == "hub":
-                a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
-                found.setdefault(a.key, a)
-            if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
-                if tier["data"].get("glue", {}).get("source") == "hub":
-                    a = HubAsset(GLUE_HUB_ID, "dataset", None, f"GLUE {run.task}")
-                    found.setdefault(a.key, a)
-                continue
-            source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
-            if source["source"] == "hub":  # every score run, lexical ones too, reads its benchmarks
-                for name in BENCHMARKS:
-                    repo, rev = HUB_IDS[name]
-                    repo = source.get("ids", {}).get(name, repo)
-                    a = HubAsset(repo, "dataset", rev if repo == HUB_IDS[name][0] else None, f"STS {name}")
-                    found.setdefault(a.key, a)
-    return sorted(found.values(), key=lambda a: a.key)
+def commit(repo_id: str, repo_type: str = "model", revision: str | None = None) -> str | None:
+    """The commit a load of this asset reads: the manifest's for a prefetched copy, else the pin (None: main, online)."""
+    entry = load_manifest()["assets"].get(f"{repo_type}:{repo_id}")
+    return (entry or {}).get("revision") or revision
 
 
 def check_offline(assets: list[HubAsset], tier_name: str) -> None:
@@ -110,23 +135,30 @@ def check_offline(assets: list[HubAsset], tier_name: str) -> None:
 
 
 def prefetch(assets: list[HubAsset], root: Path, tier_name: str) -> dict:
-    """Download each asset into root/<type>s/<repo_id>/ and record every file's sha256 in the manifest."""
-    from huggingface_hub import snapshot_download
+    """Download each asset at its commit into root/<type>s/<repo_id>/; record the commit and every file's sha256."""
+    from huggingface_hub import HfApi, snapshot_download
 
     root.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(root)
     for i, a in enumerate(assets, 1):
         rel = Path(f"{a.repo_type}s") / a.repo_id
-        print(f"[{i}/{len(assets)}] {a.repo_type} {a.repo_id}" + (f"@{a.revision[:12]}" if a.revision else "") + f"  ({a.why})", flush=True)
         try:
-            snapshot_download(a.repo_id, repo_type=a.repo_type, revision=a.revision, local_dir=str(root / rel))
+            # an unpinned asset is fetched at the commit main points to now, and the manifest records that commit
+            sha = HfApi().repo_info(a.repo_id, repo_type=a.repo_type, revision=a.revision).sha
+            print(f"[{i}/{len(assets)}] {a.repo_type} {a.repo_id}@{sha[:12]}" + ("" if a.revision else " (unpinned: main)")
+                  + f"  ({a.why})", flush=True)
+            old = manifest["assets"].get(a.key)
+            if old is not None and old.get("revision") != sha:  # files of another commit must not enter the manifest
+                shutil.rmtree(root / rel, ignore_errors=True)
+            snapshot_download(a.repo_id, repo_type=a.repo_type, revision=sha, local_dir=str(root / rel),
+                              ignore_patterns=OTHER_FRAMEWORKS if a.repo_type == "model" else None)
         except Exception as err:  # network, auth, missing revision: name the asset
             raise UserError(f"prefetch of {a.repo_type} {a.repo_id!r} failed: {type(err).__name__}: "
                             f"{str(err).splitlines()[0] if str(err) else ''}") from None
-        files = {str(p.relative_to(root / rel)): sha256_file(p) for p in sorted((root / rel).rglob("*"))
-                 if p.is_file() and ".cache" not in p.relative_to(root / rel).parts}
-        manifest["assets"][a.key] = {"repo_id": a.repo_id, "repo_type": a.repo_type, "revision": a.revision,
-                                     "path": str(rel), "files": files, "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        files = {f: sha256_file(root / rel / f) for f in _files(root / rel)}
+        manifest["assets"][a.key] = {"repo_id": a.repo_id, "repo_type": a.repo_type, "revision": sha,
+                                     "pinned": a.revision is not None, "path": str(rel), "files": files,
+                                     "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                      "for_tier": tier_name}
         atomic_write_json(root / MANIFEST, manifest)  # after each asset: an interrupted prefetch keeps what it has
     return manifest

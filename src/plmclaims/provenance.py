@@ -76,6 +76,11 @@ def atomic_dir(out_dir: Path | str):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def sha256_file(path: Path | str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=_default).encode()).hexdigest()[:16]
 

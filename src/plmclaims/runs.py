@@ -13,7 +13,8 @@ from .data import glue, seeded_subset, sts
 from .errors import UserError
 from .evaluation import senteval
 from .methods import lexical, whitening
-from .provenance import Run, atomic_save_npz, atomic_write_json
+from .provenance import Run, atomic_save_npz, atomic_write_json, sha256_file
+from .stats import degenerate as degenerate_reason, document_index
 from .tiers import Instance
 
 log = logging.getLogger("plmclaims")
@@ -78,7 +79,7 @@ def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Pat
     valid.write_text(treebank.penn["valid"].replace("<unk>", "[UNK]"))
     with Run(out_dir / "metrics.json", config, seed=seed) as run:
         run.values = microbert.pretrain(corpus, tokenizer_dir, spec["model"], spec["train"], seed, out_dir, valid_text=valid)
-        run.data_files[str(corpus)] = sts.sha256_file(corpus)
+        run.data_files[str(corpus)] = sha256_file(corpus)
     log.info("pretrain %s seed %d: train loss %.3f (unigram floor %.3f), valid %.3f", asset, seed,
              run.values["train_loss_last50"], run.values["unigram_loss"], run.values.get("valid_loss", float("nan")))
 
@@ -97,7 +98,15 @@ def _model_source(tier: dict, inst: Instance, resources: str) -> str:
         return spec["path"]
     from . import hub
 
-    return hub.resolve(spec["id"], "model", tier["name"])
+    return hub.resolve(spec["id"], "model", tier["name"], spec.get("revision"))
+
+
+def _hub_revision(tier: dict, instance: str) -> str | None:
+    """The commit a hub asset is read at (the prefetch manifest's, else the tier's pin), for the run's provenance."""
+    from . import hub
+
+    spec = tier["assets"][Instance.parse(instance, tier).asset]
+    return hub.commit(spec["id"], "model", spec.get("revision")) if spec.get("source") == "hub" else None
 
 
 def _load_encoder(tier: dict, inst: Instance, resources: str):
@@ -132,7 +141,7 @@ def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str 
         torch.set_num_threads(threads)
     datasets = load_benchmarks(tier, evaluator, form, data_root)
     config = {"instance": instance, "evaluator": evaluator, "form": form, "encode": enc, "tier": tier["name"],
-              "asset": tier["assets"][inst.asset]}
+              "asset": tier["assets"][inst.asset], "revision": _hub_revision(tier, instance)}
     arrays, sentences, stats = {}, {}, {}
     with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
         if inst.kind == "static-vectors":
@@ -206,10 +215,14 @@ def score(tier: dict, run_spec: plan.ScoreRun, data_root: str | None, vectors: P
             preds[f"{d.name}::pred"] = pred
             preds[f"{d.name}::gold"] = d.scores
             preds[f"{d.name}::subsets"] = np.asarray(d.subsets)
+            preds[f"{d.name}::index"] = document_index(d.sentence1, d.sentence2)  # verdicts pair runs on it
             values[d.name] = {**senteval.score(pred, d), **extra, "text_form_note": d.form_note}
         if run_spec.evaluator == "mteb":
             _add_mteb_scores(run_spec, mteb_inputs, values)
         run.values = {"benchmarks": values}
+        degenerate = [f"{d.name}: {why}" for d in datasets if (why := degenerate_reason(preds[f"{d.name}::pred"]))]
+        if degenerate:  # constant or NaN similarities: verdicts keep them out of the bootstrap
+            run.values["degenerate"] = "; ".join(degenerate)
         atomic_save_npz(out.with_name("predictions.npz"), **preds)
 
 
@@ -268,7 +281,8 @@ def finetune(tier: dict, run_spec: plan.TaskRun, params: dict, data_root: str | 
     train = load_glue(tier, run_spec.task, "train", data_root)
     dev = load_glue(tier, run_spec.task, "dev", data_root)
     model_path = _pretrained_path(tier, run_spec.instance, resources)
-    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path}
+    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path,
+              "revision": _hub_revision(tier, run_spec.instance)}
     with Run(out, config, seed=run_spec.seed) as run:
         values, preds = training.finetune(model_path, run_spec.method, params, train, dev, budget, run_spec.seed)
         run.values = values
@@ -294,7 +308,7 @@ def lm_model(tier: dict, instance: str, resources: str, out_dir: Path, corpus: P
             from .models import tinylm
 
             run.values = tinylm.build(corpus, spec["model"], out_dir, seed=0)
-            run.data_files[str(corpus)] = sts.sha256_file(corpus)
+            run.data_files[str(corpus)] = sha256_file(corpus)
         else:
             raise UserError(f"{tier['_path']}: asset '{instance}': a causal-lm from source {spec['source']!r} needs no "
                             "materialising; allowed sources here: package, workflow")
@@ -327,7 +341,8 @@ def lm_train(tier: dict, run_spec: plan.TaskRun, params: dict, data_root: str | 
     budget = tier["lm"]["budget"]
     train = load_glue(tier, run_spec.task, "train", data_root)
     model_path = _pretrained_path(tier, run_spec.instance, resources)
-    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path}
+    config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path,
+              "revision": _hub_revision(tier, run_spec.instance)}
     with Run(out_dir.with_name("train.json"), config, seed=run_spec.seed) as run:
         run.values = lm_train_mod.train(model_path, run_spec.method, params, train, budget, run_spec.seed, out_dir)
         run.data_files.update(train.files)
@@ -353,7 +368,7 @@ def lm_eval(tier: dict, run_spec: plan.TaskRun, resources: str, results: str, ou
             adapter = str(trained)
     task_dir = Path(plan.lm_tasks_dir(results))
     config = {"run": run_spec.__dict__, "model": model_path, "adapter": adapter, "tier": tier["name"],
-              "eval_limit": tier["lm"].get("eval_limit")}
+              "eval_limit": tier["lm"].get("eval_limit"), "revision": _hub_revision(tier, run_spec.instance)}
     with Run(out, config, seed=run_spec.seed) as run:
         values, preds = lm_evaluate.evaluate(model_path, task_dir, [run_spec.task], adapter=adapter,
                                              batch_size=int(tier["lm"].get("eval_batch_size", 16)))
@@ -365,6 +380,10 @@ def lm_eval(tier: dict, run_spec: plan.TaskRun, resources: str, results: str, ou
             values["parameters"] = train_info["parameters"]
             values.update({k: train_info[k] for k in ("train_examples", "steps", "loss_last", "peak_memory_mb", "train_wall_s")
                            if k in train_info})
+            losses = train_info.get("loss_history") or []
+            why = degenerate_reason(preds[f"{run_spec.task}::pred"], losses) if losses else None
+            if why and not values.get("degenerate"):  # NaN or diverged training: verdicts keep the run out
+                values["degenerate"] = f"{run_spec.task}: {why}"
         run.values = values
         run.data_files.update(json.loads((task_dir / "tasks.json").read_text())["provenance"]["data_sha256"])
         atomic_save_npz(out.with_name("predictions.npz"), **preds)

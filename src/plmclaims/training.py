@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import methods
+from . import methods, stats
 from .data import seeded_subset
 from .data.glue import GlueData
 from .evaluation import glue_metrics
@@ -123,5 +123,9 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},
               "parameters": counts, "train_examples": len(train), "steps": steps, "loss_last": float(np.mean(losses[-20:])),
               "loss_history": losses, "peak_memory_mb": round(peak, 1), "device": device, "train_wall_s": round(time.time() - t0, 2)}
-    predictions = {f"{dev.task}::pred": pred, f"{dev.task}::gold": gold, f"{dev.task}::subsets": np.asarray([dev.task] * len(dev))}
+    predictions = {f"{dev.task}::pred": pred, f"{dev.task}::gold": gold, f"{dev.task}::subsets": np.asarray([dev.task] * len(dev)),
+                   f"{dev.task}::index": stats.document_index(dev.text_a, dev.text_b)}  # verdicts pair runs on it
+    degenerate = stats.degenerate(pred, losses)  # constant or NaN predictions, NaN or diverged loss: no number to bootstrap
+    if degenerate:
+        values["degenerate"] = f"{dev.task}: {degenerate}"
     return values, predictions

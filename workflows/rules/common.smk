@@ -7,6 +7,7 @@ import sys
 
 from plmclaims import hub
 from plmclaims import plan as P
+from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
 from plmclaims.errors import UserError
 from plmclaims.schema import validate
@@ -24,7 +25,7 @@ PLANS = {p.claim.slug: p for p in P.plan_all(CLAIMS, TIER)}
 # prefetched hub assets live beside the other resources; jobs inherit this (sbatch exports the environment)
 os.environ.setdefault("PLMCLAIMS_HUB_DIR", f"{config['resources']}/hub")
 try:  # air-gapped: with HF_HUB_OFFLINE=1 a never-prefetched asset stops the workflow before any compute
-    hub.check_offline(hub.needed_assets(PLANS.values(), TIER), TIER["name"])
+    hub.check_offline(needed_assets(PLANS.values(), TIER), TIER["name"])
 except UserError as err:
     # a dry run still prints the DAG, and says what a real run would lack (the executor is not set up yet here,
     # so the flag is read from the command line)

@@ -21,6 +21,7 @@ KNOWN_COUNTS = {("CoLA", "train"): 8551, ("CoLA", "dev"): 1043, ("SST-2", "train
                 ("STS-B", "train"): 5749, ("STS-B", "dev"): 1500, ("WNLI", "train"): 635, ("WNLI", "dev"): 71,
                 ("QNLI", "dev"): 5463}
 HUB_ID = "nyu-mll/glue"
+HUB_REVISION = "bcdcba79d07bc864c1c254ccfcedcce55bcc9a8c"  # the parquet release; pinned in many public projects
 HUB_CONFIG = {"CoLA": "cola", "SST-2": "sst2", "MRPC": "mrpc", "RTE": "rte", "STS-B": "stsb", "WNLI": "wnli", "QNLI": "qnli",
               "MNLI": "mnli", "QQP": "qqp"}
 RTE_LABELS = {"entailment": 0, "not_entailment": 1}
@@ -111,10 +112,11 @@ def load_hub(task: str, split: str, hub_id: str = HUB_ID) -> GlueData:
     from .. import hub
 
     _check(task, split, hub=True)
-    source = hub.resolve(hub_id, "dataset")
+    revision = HUB_REVISION if hub_id == HUB_ID else None
+    source = hub.resolve(hub_id, "dataset", revision=revision)
     hub_split = {"dev": "validation_matched" if task == "MNLI" else "validation"}.get(split, split)
     try:
-        ds = datasets.load_dataset(source, HUB_CONFIG[task], split=hub_split)
+        ds = datasets.load_dataset(source, HUB_CONFIG[task], split=hub_split, revision=revision if source == hub_id else None)
     except Exception as err:
         raise UserError(f"GLUE {task}: could not load {hub_id!r}: {type(err).__name__}; run 'plmclaims prefetch' online, "
                         "or use a local data root") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..provenance import sha256_file
 
 STS_YEARS = {
     "STS12": ("STS12-en-test", "test-gold", ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"]),
@@ -63,14 +64,6 @@ class StsData:
     def sentences(self) -> list[str]:
         """Unique sentences in first-seen order (what an encoder needs to embed)."""
         return list(dict.fromkeys(self.sentence1 + self.sentence2))
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_lines(path: Path, files: dict[str, str]) -> list[str]:
@@ -186,7 +179,7 @@ def load_hub(name: str, form: str = "raw", split: str = "test", hub_id: str | No
     default_id, default_rev = HUB_IDS[name]
     hub_id = hub_id or default_id
     revision = revision if revision is not None else (default_rev if hub_id == default_id else None)
-    local = hub.resolve(hub_id, "dataset")
+    local = hub.resolve(hub_id, "dataset", revision=revision)
     if local != hub_id:  # prefetched: read the snapshot folder, whose revision the manifest records
         hub_id, revision = local, None
     if name == "SICK-R" and split == "test":

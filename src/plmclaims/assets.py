@@ -1,0 +1,37 @@
+"""Which hub models and datasets a plan loads: what `plmclaims prefetch` downloads and the offline check requires.
+
+It reads the planned runs and the tier, so it sits above the plan and the data modules; plmclaims.hub, which
+downloads and verifies, stays at the bottom and takes the list this module makes.
+"""
+from __future__ import annotations
+
+from .data import glue, sts
+from .hub import HubAsset
+from .tiers import Instance
+
+
+def needed_assets(plans, tier: dict) -> list[HubAsset]:
+    """Every hub model and dataset the planned runs load, each at its pinned revision, without touching the network."""
+    from .runs import SOURCE_OF_EVALUATOR
+
+    found: dict[str, HubAsset] = {}
+    for p in plans:
+        for run in p.score_runs():
+            asset = Instance.parse(run.instance, tier).asset
+            spec = tier["assets"][asset]
+            if spec.get("source") == "hub":
+                a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
+                found.setdefault(a.key, a)
+            if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
+                if tier["data"].get("glue", {}).get("source") == "hub":
+                    a = HubAsset(glue.HUB_ID, "dataset", glue.HUB_REVISION, f"GLUE {run.task}")
+                    found.setdefault(a.key, a)
+                continue
+            source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
+            if source["source"] == "hub":  # every score run, lexical ones too, reads its benchmarks
+                for name in sts.BENCHMARKS:
+                    repo, rev = sts.HUB_IDS[name]
+                    repo = source.get("ids", {}).get(name, repo)
+                    a = HubAsset(repo, "dataset", rev if repo == sts.HUB_IDS[name][0] else None, f"STS {name}")
+                    found.setdefault(a.key, a)
+    return sorted(found.values(), key=lambda a: a.key)

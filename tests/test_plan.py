@@ -1,9 +1,12 @@
 """Planning: claims expand into shared runs; roles a tier lacks become not-run with the reason."""
 from __future__ import annotations
 
+import pytest
+
 from plmclaims import plan as P
 from plmclaims.claims import load_claims
-from plmclaims.tiers import Instance, load_tier
+from plmclaims.errors import UserError
+from plmclaims.tiers import Instance, load_tier, with_overrides
 
 
 def _plans(repo, tier):
@@ -16,9 +19,11 @@ def test_claims_share_encodes_and_seeds_expand(repo):
     glove, whiten = plans["sts/glove-avg-beats-bert-avg"], plans["sts/whitening-improves-bert"]
     assert [r.instance for r in glove.measurements["bert_avg"].runs] == ["micro-bert.s1", "micro-bert.s2"]
     assert [r.instance for r in glove.measurements["bert_avg"].controls] == ["micro-bert.random-s1", "micro-bert.random-s2"]
-    encodes = {P.encode_path("r", r) for p in (glove, whiten) for r in p.score_runs() if P.needs_encode(r, tier)}
-    assert encodes == {f"r/runs/encode/senteval/{i}/tokenised/vectors.npz" for i in
+    encodes = {u for p in (glove, whiten) for r in p.score_runs() for u in r.upstream if u.kind == "encode"}
+    assert {(u.evaluator, u.instance, u.form) for u in encodes} == {("senteval", i, "tokenised") for i in
                        ("micro-bert.s1", "micro-bert.s2", "micro-bert.random-s1", "micro-bert.random-s2", "glove-6b-50d")}
+    # every pooling of one instance reads the same encode run (one forward pass)
+    assert len(encodes) == 5
     # the lexical controls are one run shared by both claims
     assert glove.lexical["tfidf"] == whiten.lexical["tfidf"]
 
@@ -44,12 +49,15 @@ def test_instance_names_round_trip():
         assert Instance.parse(inst.name, tier) == inst
 
 
-def test_encode_inputs_point_at_the_right_assets():
+def test_encode_reads_the_right_upstream_runs():
     tier = load_tier("micro")
-    assert P.encode_inputs("res", tier, "micro-bert.s1") == ["res/models/micro-bert.s1/metrics.json"]
-    assert P.encode_inputs("res", tier, "micro-bert.random-s2") == ["res/tokenizers/micro-bert/tokenizer.json"]
-    assert P.encode_inputs("res", tier, "glove-6b-50d") == []
-    assert P.model_dir("res", tier, "micro-bert.s1") == "res/models/micro-bert.s1/checkpoints/step-600"
+    trained = P.encode_run(tier, "senteval", "micro-bert.s1", "tokenised").upstream
+    assert [(u.kind, u.asset, u.seed) for u in trained] == [("pretrain", "micro-bert", 1)]
+    assert trained[0].path("res") == f"res/models/micro-bert.s1/{trained[0].key}/metrics.json"
+    random = P.encode_run(tier, "senteval", "micro-bert.random-s2", "tokenised").upstream
+    assert [(u.kind, u.asset) for u in random] == [("tokenizer", "micro-bert")]
+    assert P.encode_run(tier, "senteval", "glove-6b-50d", "tokenised").upstream == ()
+    assert P.model_dir("res", tier, "micro-bert.s1") == f"{trained[0].dir('res')}/checkpoints/step-600"
 
 
 def test_lexical_controls_score_the_claims_own_pairs(repo):
@@ -60,3 +68,127 @@ def test_lexical_controls_score_the_claims_own_pairs(repo):
     claim.data["controls"] = ["bow", "tfidf"]
     lexical = P.plan_claim(claim, load_tier("micro")).lexical
     assert {(r.evaluator, r.form, r.method) for r in lexical.values()} == {("mteb", "raw", "bow-cosine"), ("mteb", "raw", "tfidf-cosine")}
+
+
+# ---------------------------------------------------------------- run identity
+
+def _finetune(tier, params=None, seed=1):
+    return P.task_run(tier, "finetune", "micro-bert.s1", "lora", "RTE", seed, params or {"r": 8, "lr": 1e-3})
+
+
+def _score(tier, instance="micro-bert.s1"):
+    return P.score_run(tier, "senteval", instance, "tokenised", "mean")
+
+
+@pytest.mark.parametrize("override", [
+    {"finetune.budget.max_train": 17},                     # the budget
+    {"finetune.budget.max_dev": 25},                       # dev sampling
+    {"data.glue.path": "{data_root}/glue-other"},           # the data source
+    {"assets.micro-bert.train.steps": 601},                 # the pre-training it starts from
+    {"assets.micro-bert.model.vocab": 3000},                # ... through the tokenizer too
+])
+def test_finetune_key_follows_every_ingredient(override):
+    tier = load_tier("micro")
+    assert _finetune(tier).key != _finetune(with_overrides(tier, override)).key
+
+
+def test_finetune_key_follows_method_params_and_seed():
+    tier = load_tier("micro")
+    base = _finetune(tier)
+    assert base.key == _finetune(tier, {"lr": 1e-3, "r": 8}).key  # order of keys is no difference
+    assert base.key != _finetune(tier, {"r": 16, "lr": 1e-3}).key
+    assert base.key != _finetune(tier, seed=2).key
+    assert base.key != P.task_run(tier, "finetune", "micro-bert.s1", "adapter", "RTE", 1, {"r": 8, "lr": 1e-3}).key
+
+
+@pytest.mark.parametrize("override", [
+    {"lm.budget.max_train": 3},                            # another family's budget
+    {"finetune.methods.adapter.lr": 0.5},                  # another method's defaults
+    {"finetune.seeds": [1, 2, 3]},                         # more seeds: the existing ones stay
+    {"assets.micro-bert.seeds": [1, 2, 3]},                # more pre-training seeds
+    {"encode.max_length": 64},                             # encode settings the run never reads
+    {"bootstrap.resamples": 7},                            # judging, not running
+    {"name": "renamed", "_path": "/elsewhere/tier.yaml"},  # where the tier file lives
+])
+def test_finetune_key_ignores_what_cannot_change_it(override):
+    tier = load_tier("micro")
+    assert _finetune(tier).key == _finetune(with_overrides(tier, override)).key
+
+
+@pytest.mark.parametrize("override, changes", [
+    ({"encode.max_length": 64}, True),                     # truncation changes the vectors
+    ({"data.max_pairs": 100}, True),                       # sampling
+    ({"data.sts.path": "{data_root}/other"}, True),        # data source
+    ({"assets.micro-bert.train.lr": 1e-4}, True),          # the model it encodes with
+    ({"encode.batch_size": 7}, False),                     # numerics only: decided not to rerun for it
+    ({"data.glue.path": "{data_root}/x"}, False),
+])
+def test_score_key_follows_encode_settings_through_its_encode_run(override, changes):
+    tier = load_tier("micro")
+    assert (_score(tier).key != _score(with_overrides(tier, override)).key) == changes
+
+
+def test_random_twin_ignores_the_training_schedule_but_not_the_tokenizer():
+    tier = load_tier("micro")
+    twin = lambda t: _score(t, "micro-bert.random-s1").key  # noqa: E731
+    assert twin(tier) == twin(with_overrides(tier, {"assets.micro-bert.train.steps": 5}))
+    assert twin(tier) != twin(with_overrides(tier, {"assets.micro-bert.model.vocab": 3000}))
+
+
+def test_lm_zero_shot_ignores_the_training_budget_but_not_eval_limit():
+    tier = load_tier("tiny")
+    zs = lambda t: P.task_run(t, "lm", "tiny-lm", "zero-shot", "RTE", 0, {}).key  # noqa: E731
+    trained = lambda t: P.task_run(t, "lm", "tiny-lm", "prefix-tuning", "RTE", 1, {"lr": 1e-3}).key  # noqa: E731
+    more = with_overrides(tier, {"lm.budget.max_train": 32})
+    assert zs(tier) == zs(more) and trained(tier) != trained(more)
+    limit = with_overrides(tier, {"lm.eval_limit": 12})
+    assert zs(tier) != zs(limit) and trained(tier) != trained(limit)
+    assert zs(tier) == zs(with_overrides(tier, {"lm.eval_batch_size": 3}))
+
+
+def test_pretrain_key_covers_model_and_train_spec():
+    tier = load_tier("micro")
+    key = lambda t: P.pretrain_run(t, "micro-bert", 1).key  # noqa: E731
+    for override in ({"assets.micro-bert.train.steps": 601}, {"assets.micro-bert.model.layers": 3}):
+        assert key(tier) != key(with_overrides(tier, override))
+    assert key(tier) != P.pretrain_run(tier, "micro-bert", 2).key
+    assert key(tier) == key(with_overrides(tier, {"assets.micro-bert.seeds": [1]}))
+
+
+def test_layouts_give_both_the_rule_pattern_and_the_path(repo):
+    """The rule's output pattern, filled with a run's fields, is the run's path: one definition for both."""
+    import re
+
+    tier = load_tier("tiny")
+    plans = P.plan_all(load_claims(repo / "replications"), tier)
+    runs = P.all_runs(r for p in plans for r in p.score_runs())
+    assert {r.kind for r in runs.values()} == {"tokenizer", "pretrain", "lm_model", "encode", "score", "finetune",
+                                               "lm_tasks", "lm"}
+    for run in runs.values():
+        pattern = run.layout().pattern("ROOT")
+        regex = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(pattern))
+        match = re.fullmatch(regex, run.path("ROOT"))
+        assert match and match.group("key") == run.key, (pattern, run.path("ROOT"))
+        assert {k: v for k, v in match.groupdict().items() if k != "key"} == {k: str(v) for k, v in run.spec["fields"].items()}
+
+
+def test_spec_round_trips_through_the_cli_and_cannot_be_forged():
+    tier = load_tier("tiny")
+    run = P.task_run(tier, "finetune", "micro-bert.s1", "lora", "RTE", 1, {"r": 4, "lr": 1e-3})
+    back, view = P.run_from_json(run.to_json(tier))
+    assert back == run and back.params == {"r": 4, "lr": 1e-3} and view["name"] == "tiny"
+    # the run sees the budget it was planned with, and no other section of the tier
+    assert view["finetune"] == {"budget": tier["finetune"]["budget"]} and "lm" not in view
+    with pytest.raises(UserError, match="--spec: not JSON"):
+        P.run_from_json("{oops")
+
+
+def test_verdict_params_follow_the_claim_and_the_bootstrap_only(repo):
+    tier = load_tier("tiny")
+    claims = load_claims(repo / "replications")
+    cplan = P.plan_claim(claims[0], tier)
+    base = P.verdict_params(cplan, tier)
+    assert base == P.verdict_params(cplan, with_overrides(tier, {"finetune.budget.max_train": 3}))
+    assert base != P.verdict_params(cplan, with_overrides(tier, {"bootstrap.resamples": 7}))
+    claims[0].data["tolerance"] = 9.0
+    assert base != P.verdict_params(P.plan_claim(claims[0], tier), tier)

@@ -44,79 +44,74 @@ def cmd_corpus(args) -> None:
     runs.build_corpus(Path(args.out))
 
 
+def _spec(args):
+    """The planned run and the tier as it sees it, from the rule's --spec (plan.py owns both)."""
+    from .plan import run_from_json
+
+    return run_from_json(args.spec)
+
+
 def cmd_tokenizer(args) -> None:
     from . import runs
 
-    runs.train_tokenizer(_tier(args), args.asset, Path(args.corpus), Path(args.out))
+    run, tier = _spec(args)
+    runs.train_tokenizer(tier, run.asset, Path(args.corpus), Path(args.out))
 
 
 def cmd_pretrain(args) -> None:
     from . import runs
 
-    runs.pretrain(_tier(args), args.asset, args.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads)
+    run, tier = _spec(args)
+    runs.pretrain(tier, run.asset, run.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads)
 
 
 def cmd_encode(args) -> None:
     from . import runs
 
-    runs.encode(_tier(args), args.instance, args.evaluator, args.form, args.data_root, args.resources, Path(args.out), args.threads)
+    run, tier = _spec(args)
+    runs.encode(tier, run.instance, run.evaluator, run.form, args.data_root, args.resources, Path(args.out), args.threads)
 
 
 def cmd_score(args) -> None:
     from . import runs
-    from .plan import ScoreRun
 
-    spec = ScoreRun(args.evaluator, args.instance, args.form, args.method, args.post)
-    runs.score(_tier(args), spec, args.data_root, Path(args.vectors) if args.vectors else None, Path(args.out))
-
-
-def _task_run(args, kind: str):
-    from .plan import TaskRun
-
-    return TaskRun(kind, args.instance, args.method, args.pkey, args.task, args.seed)
-
-
-def _params(args) -> dict:
-    import json
-
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as err:
-        raise UserError(f"--params: not a JSON object ({err.msg}); pass e.g. '{{\"r\": 8, \"lr\": 5e-4}}'") from None
-    if not isinstance(params, dict):
-        raise UserError("--params: must be a JSON object of hyper-parameters")
-    return params
+    run, tier = _spec(args)
+    runs.score(tier, run, args.data_root, Path(args.vectors) if args.vectors else None, Path(args.out))
 
 
 def cmd_finetune(args) -> None:
     from . import runs
 
-    runs.finetune(_tier(args), _task_run(args, "finetune"), _params(args), args.data_root, args.resources, Path(args.out),
-                  args.threads)
+    run, tier = _spec(args)
+    runs.finetune(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
 
 
 def cmd_lm_model(args) -> None:
     from . import runs
 
-    runs.lm_model(_tier(args), args.instance, args.resources, Path(args.out), Path(args.corpus) if args.corpus else None)
+    run, tier = _spec(args)
+    runs.lm_model(tier, run.instance, args.resources, Path(args.out), Path(args.corpus) if args.corpus else None)
 
 
 def cmd_lm_tasks(args) -> None:
     from . import runs
 
-    runs.lm_tasks(_tier(args), args.tasks, args.data_root, Path(args.out))
+    run, tier = _spec(args)
+    runs.lm_tasks(tier, [run.task], args.data_root, Path(args.out))
 
 
 def cmd_lm_train(args) -> None:
     from . import runs
 
-    runs.lm_train(_tier(args), _task_run(args, "lm"), _params(args), args.data_root, args.resources, Path(args.out), args.threads)
+    run, tier = _spec(args)
+    runs.lm_train(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
 
 
 def cmd_lm_eval(args) -> None:
     from . import runs
 
-    runs.lm_eval(_tier(args), _task_run(args, "lm"), args.resources, args.results, Path(args.out), args.threads)
+    run, tier = _spec(args)
+    runs.lm_eval(tier, run, args.resources, args.results, Path(args.out), args.threads)
 
 
 def cmd_verdict(args) -> None:
@@ -180,51 +175,37 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tier", default="micro")
     sp = add("corpus", cmd_corpus, "write the micro-BERT pre-training text")
     sp.add_argument("--out", required=True)
-    sp = add("tokenizer", cmd_tokenizer, "train the WordPiece tokenizer of a workflow-trained asset")
-    for a in ("--tier", "--asset", "--corpus", "--out"):
-        sp.add_argument(a, required=True)
-    sp = add("pretrain", cmd_pretrain, "MLM pre-training of a workflow-trained asset for one seed")
-    for a in ("--tier", "--asset", "--corpus", "--tokenizer", "--out"):
-        sp.add_argument(a, required=True)
-    sp.add_argument("--seed", type=int, required=True)
-    sp.add_argument("--threads", type=int, default=None)
-    sp = add("encode", cmd_encode, "one forward pass of a model over the STS sentences, keeping the layers poolings need")
-    for a in ("--tier", "--instance", "--evaluator", "--form", "--resources", "--out"):
-        sp.add_argument(a, required=True)
-    sp.add_argument("--data-root", default=None)
-    sp.add_argument("--threads", type=int, default=None)
-    sp = add("score", cmd_score, "score one (model, text form, pooling, post-processing) on every STS benchmark")
-    for a in ("--tier", "--evaluator", "--instance", "--form", "--method", "--post", "--out"):
-        sp.add_argument(a, required=True)
+
+    def run_cmd(name, fn, help_, *required, data=False, threads=True):
+        """A subcommand that executes one planned run: its --spec (JSON from the workflow) plus where things live."""
+        sp = add(name, fn, help_)
+        sp.add_argument("--spec", required=True, help="the planned run's spec (JSON), as the workflow writes it")
+        for a in ("--out", *required):
+            sp.add_argument(a, required=True)
+        if data:
+            sp.add_argument("--data-root", default=None)
+        if threads:
+            sp.add_argument("--threads", type=int, default=None)
+        return sp
+
+    run_cmd("tokenizer", cmd_tokenizer, "train the WordPiece tokenizer of a workflow-trained asset", "--corpus", threads=False)
+    run_cmd("pretrain", cmd_pretrain, "MLM pre-training of a workflow-trained asset for one seed", "--corpus", "--tokenizer")
+    run_cmd("encode", cmd_encode, "one forward pass of a model over the STS sentences, keeping the layers poolings need",
+            "--resources", data=True)
+    sp = run_cmd("score", cmd_score, "score one (model, text form, pooling, post-processing) on every STS benchmark",
+                 data=True, threads=False)
     sp.add_argument("--vectors", default=None)
-    sp.add_argument("--data-root", default=None)
-    def task_run_args(sp):
-        for a in ("--tier", "--instance", "--method", "--pkey", "--task"):
-            sp.add_argument(a, required=True)
-        sp.add_argument("--seed", type=int, required=True)
-        sp.add_argument("--threads", type=int, default=None)
-
-    def training_args(sp):
-        task_run_args(sp)
-        for a in ("--params", "--resources", "--out"):
-            sp.add_argument(a, required=True)
-        sp.add_argument("--data-root", default=None)
-
-    training_args(add("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev"))
-    sp = add("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)")
-    for a in ("--tier", "--instance", "--resources", "--out"):
-        sp.add_argument(a, required=True)
+    run_cmd("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev",
+            "--resources", data=True)
+    sp = run_cmd("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)",
+                 "--resources", threads=False)
     sp.add_argument("--corpus", default=None)
-    sp = add("lm-tasks", cmd_lm_tasks, "write lm-eval multiple-choice task YAMLs from the local GLUE files")
-    sp.add_argument("--tier", required=True)
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--data-root", default=None)
-    sp.add_argument("--tasks", nargs="+", required=True)
-    training_args(add("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)"))
-    sp = add("lm-eval", cmd_lm_eval, "score a causal LM (with its adapter, if trained) with lm-eval on one generated task")
-    task_run_args(sp)
-    for a in ("--resources", "--results", "--out"):
-        sp.add_argument(a, required=True)
+    run_cmd("lm-tasks", cmd_lm_tasks, "write one lm-eval multiple-choice task (YAML and docs) from the local GLUE dev file",
+            data=True, threads=False)
+    run_cmd("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)",
+            "--resources", data=True)
+    run_cmd("lm-eval", cmd_lm_eval, "score a causal LM (with its adapter, if trained) with lm-eval on one generated task",
+            "--resources", "--results")
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)

@@ -89,7 +89,7 @@ def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Pat
 def _model_source(tier: dict, inst: Instance, resources: str) -> str:
     spec = tier["assets"][inst.asset]
     if inst.kind == "pretrain-mlm":
-        return plan.tokenizer_dir(resources, inst.asset) if inst.random else plan.model_dir(resources, tier, inst.name)
+        return plan.tokenizer_dir(resources, tier, inst.asset) if inst.random else plan.model_dir(resources, tier, inst.name)
     if spec["source"] == "package":
         import importlib
 
@@ -366,7 +366,7 @@ def lm_eval(tier: dict, run_spec: plan.TaskRun, resources: str, results: str, ou
             model_path = str(trained)
         else:
             adapter = str(trained)
-    task_dir = Path(plan.lm_tasks_dir(results))
+    task_dir = Path(plan.lm_tasks_dir(results, tier, run_spec.task))
     config = {"run": run_spec.__dict__, "model": model_path, "adapter": adapter, "tier": tier["name"],
               "eval_limit": tier["lm"].get("eval_limit"), "revision": _hub_revision(tier, run_spec.instance)}
     with Run(out, config, seed=run_spec.seed) as run:

@@ -1,47 +1,52 @@
-# Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds.
+# Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds. The three carry the
+# long pole's priority (common.smk, LONG_POLE), so pre-training starts as early as its inputs allow.
 
 
 rule corpus:
     output:
-        f"{RES}/corpus/pretrain.txt",
+        LAYOUT["corpus"].pattern(RES),
+    priority: LONG_POLE
     resources:
         **rule_resources("corpus"),
     log:
-        f"{RES}/logs/corpus.log",
+        LAYOUT["corpus"].log(RES),
     shell:
-        "{CLI} corpus --out {output} > {log} 2>&1"
+        "{CLI} corpus --out {output:q} > {log:q} 2>&1"
 
 
 rule tokenizer:
     input:
-        f"{RES}/corpus/pretrain.txt",
+        LAYOUT["corpus"].pattern(RES),
     output:
-        f"{RES}/tokenizers/{{asset}}/tokenizer.json",
+        LAYOUT["tokenizer"].pattern(RES),
     params:
+        spec=spec_of,
         out=lambda wc, output: os.path.dirname(output[0]),
+    priority: LONG_POLE
     resources:
         **rule_resources("tokenizer"),
     log:
-        f"{RES}/logs/tokenizer-{{asset}}.log",
+        LAYOUT["tokenizer"].log(RES),
     shell:
-        "{CLI} tokenizer --tier {TIER_ARG} --asset {wildcards.asset} --corpus {input} --out {params.out} > {log} 2>&1"
+        "{CLI} tokenizer --spec {params.spec:q} --corpus {input:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule pretrain:
     input:
-        corpus=f"{RES}/corpus/pretrain.txt",
-        tokenizer=f"{RES}/tokenizers/{{asset}}/tokenizer.json",
+        corpus=LAYOUT["corpus"].pattern(RES),
+        tokenizer=upstream("tokenizer"),
     output:
-        f"{RES}/models/{{asset}}.s{{seed}}/metrics.json",
+        LAYOUT["pretrain"].pattern(RES),
     params:
+        spec=spec_of,
         out=lambda wc, output: os.path.dirname(output[0]),
-        tokenizer=lambda wc, input: os.path.dirname(input.tokenizer),
+        tokenizer=lambda wc, input: os.path.dirname(input.tokenizer[0]),
     threads: THREADS
-    priority: 10  # the long pole: start pre-training before cheap encode jobs
+    priority: LONG_POLE
     resources:
         **rule_resources("pretrain"),
     log:
-        f"{RES}/logs/pretrain-{{asset}}.s{{seed}}.log",
+        LAYOUT["pretrain"].log(RES),
     shell:
-        "{CLI} pretrain --tier {TIER_ARG} --asset {wildcards.asset} --seed {wildcards.seed} --corpus {input.corpus} "
-        "--tokenizer {params.tokenizer} --out {params.out} --threads {threads} > {log} 2>&1"
+        "{CLI} pretrain --spec {params.spec:q} --corpus {input.corpus:q} --tokenizer {params.tokenizer:q} "
+        "--out {params.out:q} --threads {threads} > {log:q} 2>&1"

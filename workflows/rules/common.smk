@@ -1,6 +1,6 @@
-# Load and validate claims and the tier before any compute, and expand the runs they need.
-# A malformed file stops here with one line naming the file, the field and the allowed values.
-import json
+# Load and validate claims and the tier before any compute, plan the runs they need, and check the data those runs
+# read. A malformed file, a missing data root or a changed data file stops here with one line (dry runs included).
+# Every path and every spec a rule uses comes from plmclaims.plan; every value that reaches a shell is quoted.
 import os
 import shlex
 import sys
@@ -9,54 +9,66 @@ from plmclaims import hub
 from plmclaims import plan as P
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
+from plmclaims.data import verify
 from plmclaims.errors import UserError
 from plmclaims.schema import validate
-from plmclaims.tiers import load_tier
+from plmclaims.tiers import load_tier, missing_packages
+
+# Snakemake sets its output settings before it parses the Snakefile, so a dry run is known here (-n, -qn, --dry-run)
+DRY_RUN = bool(workflow.output_settings is not None and workflow.output_settings.dryrun)
+
+
+def stop(lines):
+    sys.stderr.write("".join(f"plmclaims: error: {line}\n" for line in lines))
+    sys.exit(2)
+
 
 try:
     validate(config, "config", "config (config/config.yaml + --config)")
     TIER = load_tier(config["tier"])
     CLAIMS = load_claims(config["claims_dir"], config.get("claims") or None)
+    PLANS = {p.claim.slug: p for p in P.plan_all(CLAIMS, TIER)}
+    R = f"{config['results']}/{TIER['name']}"
+    RES = f"{config['resources']}/{TIER['name']}"
+    ROOTS = {"results": R, "resources": RES}
+    DATA_ROOT = config["data_root"]
+    # key -> planned run, for the runs the verdicts read and every run upstream of them; rules look runs up by {key}
+    RUNS = P.all_runs(r for p in PLANS.values() for r in p.score_runs())
+    DATA = {key: P.data_files(run, TIER, DATA_ROOT) for key, run in RUNS.items()}  # inputs of the rules that read data
+    _files = sorted({f for files in DATA.values() for f in files})
+    if _files:
+        verify.check_data_root(DATA_ROOT, TIER)
+        for line in verify.verify_files(_files, DATA_ROOT, verify.allow_unverified(config)):
+            sys.stderr.write(f"plmclaims: warning: {line}\n")
 except UserError as err:
-    sys.stderr.write(f"plmclaims: error: {err}\n")
-    sys.exit(2)
+    stop([err])
 
-PLANS = {p.claim.slug: p for p in P.plan_all(CLAIMS, TIER)}
 # prefetched hub assets live beside the other resources; jobs inherit this (sbatch exports the environment)
 os.environ.setdefault("PLMCLAIMS_HUB_DIR", f"{config['resources']}/hub")
 try:  # air-gapped: with HF_HUB_OFFLINE=1 a never-prefetched asset stops the workflow before any compute
     hub.check_offline(needed_assets(PLANS.values(), TIER), TIER["name"])
 except UserError as err:
-    # a dry run still prints the DAG, and says what a real run would lack (the executor is not set up yet here,
-    # so the flag is read from the command line)
-    dry = workflow.dryrun or any(a in ("--dry-run", "--dryrun") or (a[:1] == "-" and a[1:2] != "-" and "n" in a)
-                                 for a in sys.argv[1:])
-    if not dry:
-        sys.stderr.write(f"plmclaims: error: {err}\n")
-        sys.exit(2)
+    if not DRY_RUN:  # a dry run still prints the DAG, and says what a real run would lack
+        stop([err])
     sys.stderr.write(f"plmclaims: warning: {err}\n")
 # a package asset that is not installed (SmolLM2 installs with --no-deps, outside the extras) stops here, not mid-run
-from plmclaims.tiers import missing_packages
-
 _missing = missing_packages(TIER, {r.instance.partition(".")[0] for p in PLANS.values() for r in p.score_runs()})
 if _missing:
-    sys.stderr.write("".join(f"plmclaims: error: {line}\n" for line in _missing))
-    sys.exit(2)
-TIER_ARG = TIER["_path"]  # the CLI reloads the same tier file inside each job
-R = f"{config['results']}/{TIER['name']}"
-RES = f"{config['resources']}/{TIER['name']}"
-DATA_ROOT = config["data_root"]
+    stop(_missing)
+
 THREADS = int(config.get("threads_per_job", 1))
 # jobs call the CLI through this interpreter, so the workflow runs from a venv without activating it
-CLI = f"{sys.executable} -m plmclaims.cli"
+CLI = f"{shlex.quote(sys.executable)} -m plmclaims.cli"
+# quoted once here: these reach shell commands as they are (rule values use Snakemake's {...:q})
+TIER_Q, DATA_Q, R_Q, RES_Q, CLAIMS_Q = map(shlex.quote, (TIER["_path"], DATA_ROOT, R, RES, config["claims_dir"]))
 SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")
 SLURM_ACCOUNT = config.get("slurm_account") or os.environ.get("PLMCLAIMS_SLURM_ACCOUNT", "")
 REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/figures/forest.png",
                 f"{R}/figures/quality-vs-params.png"]
-# (run kind, method, params key) -> hyper-parameters, for the rules that train
-TRAIN_PARAMS = P.training_params(list(PLANS.values()), TIER)
-# the tasks the lm-eval task folder must hold: every task of every lm-tasks claim
-LM_TASKS = sorted({b for p in PLANS.values() if p.claim.protocol["family"] == "lm-tasks" for b in p.claim.protocol["benchmarks"]})
+# The long pole (pre-training, 20 minutes at the micro tier) waits for the corpus and the tokenizer. A priority
+# does not reach a job's upstream jobs, so the whole chain carries it: otherwise dozens of cheap jobs run first.
+LONG_POLE = 10
+LAYOUT = P.LAYOUTS
 
 wildcard_constraints:
     asset=r"[a-z0-9-]+",
@@ -67,9 +79,32 @@ wildcard_constraints:
     method=r"[a-z0-9-]+",
     post=r"[a-z0-9-]+",
     slug=r"[a-z0-9-]+",
-    pkey=r"[a-z0-9]+",
+    key=P.KEY_PATTERN,
     task=r"[A-Za-z0-9-]+",
 
+
+def planned(wc, output=None):
+    """The planned run behind a rule's {key}."""
+    return P.lookup(RUNS, wc.key, output[0] if output else wc.key)
+
+
+def path_of(run):
+    return run.path(ROOTS[run.layout().base])
+
+
+def spec_of(wc, output):
+    """The run's spec for the CLI: exactly what its key was hashed from (plus the tier's name and file)."""
+    return planned(wc, output).to_json(TIER)
+
+
+def upstream(kind):
+    """An input function: the main file of the run's upstream run of `kind` (none when it has none)."""
+    return lambda wc: [path_of(u) for u in planned(wc).upstream if u.kind == kind]
+
+
+def data_of(wc):
+    """The data files the run reads: inputs, so changed data reruns exactly what reads it."""
+    return DATA[planned(wc).key]
 
 
 def rule_resources(rule):

@@ -3,15 +3,18 @@
 
 rule encode:
     input:
-        lambda wc: P.encode_inputs(RES, TIER, wc.instance),
+        model=lambda wc: [path_of(u) for u in planned(wc).upstream],
+        data=data_of,
     output:
-        vectors=f"{R}/runs/encode/{{evaluator}}/{{instance}}/{{form}}/vectors.npz",
-        metrics=f"{R}/runs/encode/{{evaluator}}/{{instance}}/{{form}}/metrics.json",
+        vectors=LAYOUT["encode"].pattern(R),
+        metrics=LAYOUT["encode"].pattern(R, "metrics.json"),
+    params:
+        spec=spec_of,
     threads: THREADS
     resources:
         **rule_resources("encode"),
     log:
-        f"{R}/logs/encode/{{evaluator}}-{{instance}}-{{form}}.log",
+        LAYOUT["encode"].log(R),
     shell:
-        "{CLI} encode --tier {TIER_ARG} --instance {wildcards.instance} --evaluator {wildcards.evaluator} "
-        "--form {wildcards.form} --data-root {DATA_ROOT} --resources {RES} --out {output.vectors} --threads {threads} > {log} 2>&1"
+        "{CLI} encode --spec {params.spec:q} --data-root {DATA_Q} --resources {RES_Q} --out {output.vectors:q} "
+        "--threads {threads} > {log:q} 2>&1"

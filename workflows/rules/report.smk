@@ -3,7 +3,7 @@
 
 rule report:
     input:
-        expand(f"{R}/claims/{{slug}}.json", slug=sorted(PLANS)),
+        expand(LAYOUT["verdict"].pattern(R), slug=sorted(PLANS)),
     output:
         md=report(f"{R}/claims.md", caption="../report/claims.rst", category="Claims"),
         csv=f"{R}/claims.csv",
@@ -15,4 +15,4 @@ rule report:
     log:
         f"{R}/logs/report.log",
     shell:
-        "{CLI} report --tier {TIER_ARG} --out-dir {R} {input} > {log} 2>&1"
+        "{CLI} report --tier {TIER_Q} --out-dir {R_Q} {input:q} > {log:q} 2>&1"

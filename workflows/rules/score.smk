@@ -1,24 +1,19 @@
 # Score one (instance, text form, pooling, post-processing) on every benchmark of its evaluator.
 
 
-def score_vectors(wc):
-    run = P.ScoreRun(wc.evaluator, wc.instance, wc.form, wc.method, wc.post)
-    return [P.encode_path(R, run)] if P.needs_encode(run, TIER) else []
-
-
 rule score:
     input:
-        score_vectors,
+        vectors=upstream("encode"),
+        data=data_of,
     output:
-        metrics=f"{R}/runs/score/{{evaluator}}/{{instance}}/{{form}}/{{method}}/{{post}}/metrics.json",
-        predictions=f"{R}/runs/score/{{evaluator}}/{{instance}}/{{form}}/{{method}}/{{post}}/predictions.npz",
+        metrics=LAYOUT["score"].pattern(R),
+        predictions=LAYOUT["score"].pattern(R, "predictions.npz"),
     params:
-        vectors=lambda wc, input: f"--vectors {input[0]}" if input else "",
+        spec=spec_of,
+        vectors=lambda wc, input: f"--vectors {shlex.quote(input.vectors[0])}" if input.vectors else "",
     resources:
         **rule_resources("score"),
     log:
-        f"{R}/logs/score/{{evaluator}}-{{instance}}-{{form}}-{{method}}-{{post}}.log",
+        LAYOUT["score"].log(R),
     shell:
-        "{CLI} score --tier {TIER_ARG} --evaluator {wildcards.evaluator} --instance {wildcards.instance} "
-        "--form {wildcards.form} --method {wildcards.method} --post {wildcards.post} --data-root {DATA_ROOT} "
-        "{params.vectors} --out {output.metrics} > {log} 2>&1"
+        "{CLI} score --spec {params.spec:q} --data-root {DATA_Q} {params.vectors} --out {output.metrics:q} > {log:q} 2>&1"

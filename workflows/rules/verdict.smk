@@ -3,14 +3,18 @@
 
 rule verdict:
     input:
-        lambda wc: [r.path(R) for r in PLANS[wc.slug].score_runs()],
-        claim=lambda wc: str(PLANS[wc.slug].claim.path),
+        lambda wc: [path_of(r) for r in PLANS[wc.slug].score_runs()],
     output:
-        f"{R}/claims/{{slug}}.json",
+        LAYOUT["verdict"].pattern(R),
+    params:
+        claim=lambda wc: PLANS[wc.slug].claim.id,
+        # the claim as loaded and the tier's judging settings (bootstrap, judges): a change reruns this verdict
+        # only; the claim file is not an input, so a copy of the claims folder reruns nothing
+        settings=lambda wc: P.verdict_params(PLANS[wc.slug], TIER),
     resources:
         **rule_resources("verdict"),
     log:
-        f"{R}/logs/verdict-{{slug}}.log",
+        R + "/logs/verdict-{slug}.log",
     shell:
-        "{CLI} verdict --tier {TIER_ARG} --claims-dir {config[claims_dir]} --claim {wildcards.slug} --results {R} "
-        "--out {output} > {log} 2>&1"
+        "{CLI} verdict --tier {TIER_Q} --claims-dir {CLAIMS_Q} --claim {params.claim:q} --results {R_Q} "
+        "--out {output:q} > {log:q} 2>&1"

@@ -373,3 +373,5 @@ def test_zero_shot_is_a_floor_for_trained_lm_measurements(tmp_path, tier):
     v = decide_claim(cplan, tier, str(tmp_path / "r"))
     c = v["checks"][0]
     assert c["outcome"] == "inconclusive" and "prefix" in c["reason"] and "its zero_shot floor" in c["reason"]
+    # the explicit check against zero-shot is decided as a relation (zero-shot is its other side, not its floor)
+    assert v["checks"][1]["outcome"] == "contradicted" and "prefix > zero_shot" in v["note"]

@@ -13,7 +13,7 @@ VERDICT_MEANING = {
     "reproduced": "the judged relations hold (and, where this tier runs the paper's assets, magnitudes are within tolerance)",
     "direction-holds": "the relations hold but a magnitude is off by more than the claim's tolerance",
     "not-reproduced": "a judged relation is contradicted: its bootstrap interval lies entirely on the wrong side of the margin",
-    "inconclusive": "an interval straddles the margin, or the effect does not exceed the random-weights control",
+    "inconclusive": "an interval straddles the margin, a credited side is not above its floor (chance or a control), too few tasks are informative, or a run is degenerate",
     "not-run": "this tier cannot provide a role the claim needs, or judges none of its checks; the reason is given",
     "error": "a run or check failed",
 }
@@ -62,10 +62,16 @@ def rows(verdicts: list[dict]) -> list[dict]:
                         "source": _source(v), "measurement": name, "label": m.get("label", name),
                         "reported": m.get("reported"), "measured": m.get("measured"), "ci_low": m.get("ci_low"),
                         "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
-                        "random_weights": (m.get("random_weights") or {}).get("measured"),
+                        "random_weights": (m.get("random_weights") or {}).get("measured"), "floors": _floors(m),
                         "trained_params": m.get("trained_params"), "total_params": m.get("total_params"),
                         "peak_memory_mb": m.get("peak_memory_mb"), "note": m.get("reason", "")})
     return out
+
+
+def _floors(m: dict) -> str:
+    """Each floor's average beside the measurement, e.g. 'chance 0.00; random-weights 48.07; bow 52.33'."""
+    floors = m.get("floors") or {}
+    return "; ".join(f"{name} {_fmt(v.get('avg'))}" for name, v in floors.items()) or "—"
 
 
 def _estimate(check: dict) -> str:
@@ -95,13 +101,15 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",
               "Fine-tuning measurements give the spread over fine-tuning seeds and the trained / total parameters.", "",
-              "| claim | measurement | reported | measured [CI] | random weights | trained / total params | asset stands in for |",
+              "Floors: the metric's chance score and the controls a relation crediting the measurement must beat "
+              "(a relation whose credited side is not above all of them is inconclusive).", "",
+              "| claim | measurement | reported | measured [CI] | floors | trained / total params | asset stands in for |",
               "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         for name, m in v["measurements"].items():
-            rw = m.get("random_weights")
-            lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {_measured(m)} | "
-                         f"{_fmt(rw['measured']) if rw else '—'} | {_params(m)} | {m.get('substitute_for') or '—'} |")
+            measured = _measured(m) + (f" (degenerate: {', '.join(m['degenerate'])})" if m.get("degenerate") else "")
+            lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {measured} | "
+                         f"{_floors(m)} | {_params(m)} | {m.get('substitute_for') or '—'} |")
         for name, c in v.get("controls", {}).items():
             lines.append(f"| `{v['id']}` | control: {name} cosine | — | {_fmt(c['avg']['measured'])} "
                          f"[{_fmt(c['avg']['ci_low'])}, {_fmt(c['avg']['ci_high'])}] | — | — | — |")
@@ -193,26 +201,49 @@ def _save(fig, out: Path) -> None:
     tmp.replace(out)
 
 
+FLOOR_MARKERS = {"chance": ("|", "0.4"), "random-weights": ("s", "C1"), "bow": ("^", "C2"), "tfidf": ("v", "C4")}
+
+
 def forest_plot(verdicts: list[dict], out: Path) -> None:
+    """Measured (95% CI) and reported per measurement, with every floor it must beat drawn on its row."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    items = [(f"{v['id'].split('/')[-1]}: {m.get('label', n)}", m) for v in verdicts for n, m in v["measurements"].items()
-             if m.get("measured") is not None]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(items), 2) + 1.2))
+    items = [("\n".join(textwrap.wrap(f"{v['id'].split('/')[-1]}: {m.get('label', n)}", 48)), m)
+             for v in verdicts for n, m in v["measurements"].items() if m.get("measured") is not None]
+    height = 0.5 * max(len(items), 2) + 2.2  # inches: 0.5 per row, 1.6 below the axes (label, legend), 0.6 above
+    fig = plt.figure(figsize=(12, height))
+    # fixed margins: the labels get the left 40%, the legend sits below the axes and covers no point
+    ax = fig.add_axes([0.4, 1.6 / height, 0.57, 1 - 2.2 / height])
+    seen = set()
+
+    def once(key: str) -> str | None:
+        if key in seen:
+            return None
+        seen.add(key)
+        return key
+
     for y, (label, m) in enumerate(reversed(items)):
-        ax.errorbar(m["measured"], y, xerr=[[m["measured"] - m["ci_low"]], [m["ci_high"] - m["measured"]]], fmt="o", color="C0",
-                    label="measured (95% CI)" if y == 0 else None)
+        ax.errorbar(m["measured"], y, xerr=[[m["measured"] - m["ci_low"]], [m["ci_high"] - m["measured"]]], fmt="o",
+                    color="C0", label=once("measured (95% CI)"))
         if m.get("reported") is not None:
-            ax.plot(m["reported"], y, "x", color="C3", markersize=8, label="reported" if y == 0 else None)
-    ax.set_yticks(range(len(items)), [label for label, _ in reversed(items)], fontsize=8)
+            ax.plot(m["reported"], y, "x", color="C3", markersize=8, label=once("reported"))
+        for name, floor in (m.get("floors") or {}).items():
+            if floor.get("avg") is None:
+                continue
+            marker, colour = FLOOR_MARKERS.get(name, ("D", "C7"))
+            ax.plot(floor["avg"], y, marker, color=colour, markersize=7, alpha=0.8, markerfacecolor="none",
+                    label=once(f"floor: {name}" if name in FLOOR_MARKERS else "floor: other measurement"))
+    ax.set_yticks(range(len(items)), [label for label, _ in reversed(items)], fontsize=7)
+    ax.set_ylim(-0.6, len(items) - 0.4)
     ax.set_xlabel("score x 100 (average over benchmarks)")
-    ax.set_title("Reported vs measured")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Reported vs measured, with each measurement's floors")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / (height - 2.2)), fontsize=8, ncol=4, frameon=False)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
     _save(fig, out)
 
 

@@ -330,12 +330,14 @@ class Floors:
                                     f"{name}; allowed values: {', '.join(allowed) or 'none (chance is always a floor)'}")
             self.of[name] = floors
 
-    def test(self, side: str, target: str, tasks: list[str]) -> FloorTest:
+    def test(self, side: str, target: str, tasks: list[str], skip: set[str] = frozenset()) -> FloorTest:
         """The side above every floor on the target? Reports the failing floor with the lowest interval, else the
-        highest floor it beats."""
+        highest floor it beats. Floors that are themselves sides of the check (`skip`) are what the relation decides."""
         value, s = self.series[side].on(target, tasks)
         tests = []
         for f in self.of[side]:
+            if f.name in skip:
+                continue
             fv, fs = f.on(target, tasks)
             lo, hi = self.ev.ci(s - fs)
             tests.append(FloorTest(side, target, lo > 0, value, f.name, fv, lo, hi))
@@ -498,7 +500,7 @@ def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, seri
         if target == "avg" and wanted:
             # 2. tasks on which no side carries signal are left out of the average
             for b in ev.benchmarks:
-                tests = [floors.test(n, b, [b]) for n in sides]
+                tests = [floors.test(n, b, [b], set(sides)) for n in sides]
                 if not any(ft.above for ft in tests):
                     row.uninformative[b] = "no side above its floor: " + "; ".join(
                         f"{ft.side} {ft.value:.2f} vs {ft.floor} {ft.floor_value:.2f}" for ft in tests)
@@ -510,7 +512,7 @@ def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, seri
                     f"needed); uninformative: {', '.join(row.uninformative)}"), tasks=tasks))
                 continue
         # 3. the sides the relation credits must be above their floors on the (recomputed) target
-        tests = [floors.test(n, target, tasks) for n in wanted]
+        tests = [floors.test(n, target, tasks, set(sides)) for n in wanted]
         row.floors += tests
         below = [ft for ft in tests if not ft.above]
         if below:

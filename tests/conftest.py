@@ -50,7 +50,13 @@ def run_tiny_tier(repo: Path, workdir: Path, data_root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, repo, data_root):
+def tiny_tier(repo, data_root):
+    """run(workdir): the whole tiny tier in workdir; returns the --config arguments it used."""
+    return lambda work: run_tiny_tier(repo, work, data_root)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_tier):
     """One tiny-tier run shared by every test file that needs it (it takes minutes)."""
     work = tmp_path_factory.mktemp("wf")
-    return work, run_tiny_tier(repo, work, data_root)
+    return work, tiny_tier(work)

@@ -1,7 +1,18 @@
 """Data loaders, one module per benchmark family."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+DEFAULT_DATA_ROOT = "data"  # config/config.yaml's default, where SentEval's download script puts the files
+
+
+def resolve_root(template: str, data_root: str | Path | None) -> Path:
+    """A tier's local source folder ('{data_root}/senteval') for a data root; None means the config default.
+
+    The loaders and the checksum verification both go through this, so they always name the same files."""
+    return Path(str(template).format(data_root=DEFAULT_DATA_ROOT if data_root is None else data_root))
 
 
 def seeded_subset(n: int, k: int | None, seed: int) -> np.ndarray | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from . import resolve_root
 
 # task -> (kind, number of labels; 1 = regression)
 TASKS = {"CoLA": ("single", 2), "SST-2": ("single", 2), "MRPC": ("pair", 2), "RTE": ("pair", 2),
@@ -44,62 +45,104 @@ class GlueData:
         return TASKS[self.task][1]
 
 
-def _rows(path: Path, files: dict, header: bool) -> list[list[str]]:
+def local_root(source: dict, data_root: Path | str | None) -> Path:
+    """The download_glue_data.py folder of a tier's local GLUE source ({'source': 'local', 'path': '{data_root}/glue'})."""
+    return resolve_root(source.get("path", "{data_root}/glue"), data_root)
+
+
+def local_files(root: Path | str, task: str, split: str) -> list[Path]:
+    """Every file load_local reads for one task and split (the one path logic loading and checksum verification share)."""
+    root = Path(root)
+    _check(task, split)
+    if task == "MRPC" and split == "train":  # rebuilt from the original release (this train.tsv is one row short)
+        return [root / task / "dev_ids.tsv", root / task / "msr_paraphrase_train.txt"]
+    return [root / task / f"{split}.tsv"]
+
+
+def _rows(path: Path, files: dict) -> list[tuple[int, list[str]]]:
+    """(line number, tab-separated columns) of every non-blank line; sha256 recorded."""
     if not path.exists():
         raise UserError(f"{path}: GLUE file not found; check data_root (it must hold glue/<task>/{{train,dev}}.tsv)")
     raw = path.read_bytes()
     files[str(path)] = hashlib.sha256(raw).hexdigest()
-    lines = raw.decode("utf-8-sig").splitlines()  # MRPC starts with a byte-order mark
-    rows = [line.split("\t") for line in lines if line.strip()]
-    return rows[1:] if header else rows
+    lines = raw.decode("utf-8-sig").split("\n")  # MRPC starts with a byte-order mark
+    return [(i, line.removesuffix("\r").split("\t")) for i, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _fields(row: tuple[int, list[str]], need: int, what: str, path: Path) -> list[str]:
+    lineno, cols = row
+    if len(cols) < need:
+        raise UserError(f"{path}:{lineno}: expected {need} tab-separated columns ({what}), found {len(cols)}; "
+                        "fix the row or restore the release file")
+    return cols
+
+
+def _label(task: str, value: str, path: Path, lineno: int) -> float:
+    """A gold label as a number, or a one-line error naming the allowed values."""
+    if task in ("RTE", "QNLI"):
+        if value in RTE_LABELS:
+            return float(RTE_LABELS[value])
+        allowed = ", ".join(RTE_LABELS)
+    elif task == "STS-B":
+        try:
+            score = float(value)
+        except ValueError:
+            score = float("nan")
+        if 0.0 <= score <= 5.0:  # refuses nan and inf too
+            return score
+        allowed = "a number from 0 to 5"
+    else:
+        if value in ("0", "1"):
+            return float(value)
+        allowed = "0, 1"
+    raise UserError(f"{path}:{lineno}: label {value[:20]!r} not allowed; allowed values: {allowed}; fix the row or restore the release file")
 
 
 def _column(header: list[str], name: str, path: Path) -> int:
     try:
         return header.index(name)
     except ValueError:
-        raise UserError(f"{path}: header must name {name!r}; got {header}") from None
+        raise UserError(f"{path}:1: header must name {name!r}; got {header}"[:300]) from None
+
+
+PAIR_COLUMNS = {"MRPC": ("#1 String", "#2 String", "Quality"), "RTE": ("sentence1", "sentence2", "label"),
+                "STS-B": ("sentence1", "sentence2", "score"), "WNLI": ("sentence1", "sentence2", "label"),
+                "QNLI": ("question", "sentence", "label")}
 
 
 def load_local(root: Path | str, task: str, split: str) -> GlueData:
     root = Path(root)
-    _check(task, split)
-    base, files = root / task, {}
+    paths, files = local_files(root, task, split), {}
     a, b, y = [], None, []
     if task == "CoLA":
-        for r in _rows(base / f"{split}.tsv", files, header=False):
-            a.append(r[3])
-            y.append(float(r[1]))
+        path = paths[0]
+        for row in _rows(path, files):
+            cols = _fields(row, 4, "source, label, author's label, sentence", path)
+            y.append(_label(task, cols[1], path, row[0]))
+            a.append(cols[3])
     elif task == "MRPC" and split == "train":
-        dev_ids = {tuple(r[:2]) for r in _rows(base / "dev_ids.tsv", files, header=False)}
+        ids_path, path = paths
+        dev_ids = {tuple(_fields(r, 2, "#1 ID, #2 ID", ids_path)[:2]) for r in _rows(ids_path, files)}
         b = []
-        for r in _rows(base / "msr_paraphrase_train.txt", files, header=True):
-            if (r[1], r[2]) not in dev_ids:
-                y.append(float(r[0]))
-                a.append(r[3])
-                b.append(r[4])
+        for row in _rows(path, files)[1:]:
+            cols = _fields(row, 5, "Quality, #1 ID, #2 ID, #1 String, #2 String", path)
+            if (cols[1], cols[2]) not in dev_ids:
+                y.append(_label(task, cols[0], path, row[0]))
+                a.append(cols[3])
+                b.append(cols[4])
     else:
-        path = base / f"{split}.tsv"
-        rows = _rows(path, files, header=False)
-        header, rows = rows[0], rows[1:]
-        if task == "SST-2":
-            ia, il = _column(header, "sentence", path), _column(header, "label", path)
-            for r in rows:
-                a.append(r[ia].strip())
-                y.append(float(r[il]))
-        else:
-            names = {"MRPC": ("#1 String", "#2 String", "Quality"), "RTE": ("sentence1", "sentence2", "label"),
-                     "STS-B": ("sentence1", "sentence2", "score"), "WNLI": ("sentence1", "sentence2", "label"),
-                     "QNLI": ("question", "sentence", "label")}[task]
-            ia, ib, il = (_column(header, n, path) for n in names)
-            b = []
-            for r in rows:
-                if len(r) <= max(ia, ib, il):
-                    raise UserError(f"{path}: a row has {len(r)} columns, expected at least {max(ia, ib, il) + 1}")
-                a.append(r[ia])
-                b.append(r[ib])
-                label = r[il]
-                y.append(float(RTE_LABELS[label]) if task in ("RTE", "QNLI") else float(label))
+        path = paths[0]
+        rows = _rows(path, files)
+        header, rows = (rows[0][1], rows[1:]) if rows else ([], [])
+        names = ("sentence", "label") if task == "SST-2" else PAIR_COLUMNS[task]
+        index = [_column(header, n, path) for n in names]
+        b = None if task == "SST-2" else []
+        for row in rows:
+            cols = _fields(row, max(index) + 1, ", ".join(header), path)
+            a.append(cols[index[0]].strip() if task == "SST-2" else cols[index[0]])
+            if b is not None:
+                b.append(cols[index[1]])
+            y.append(_label(task, cols[index[-1]], path, row[0]))
     data = GlueData(task, split, a, b, y, files)
     _assert_count(data, str(root))
     return data

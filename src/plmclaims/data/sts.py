@@ -7,7 +7,12 @@ text is raw, and its tokenised form is produced with sacremoses plus lower-casin
 of SentEval's script, recorded in the dataset's ``form_note``).
 
 Unscored pairs (blank gold) are skipped, the known pair counts are asserted, and the sha256 of every
-file read is recorded so that a run's provenance names the exact bytes it scored.
+file read is recorded so that a run's provenance names the exact bytes it scored. A malformed row is one
+error line naming the file, the line number and what was expected. ``local_files`` is the one place that
+says which files a benchmark reads; ``data.verify`` checks exactly those against the release checksums.
+
+STS12-16 keep their subsets (SemEval's genres), over which 'wmean' and 'mean' average; STS-B and SICK-R are
+one set each, as SentEval scores them, so their subsets are the benchmark's name.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..provenance import sha256_file
+from . import resolve_root
 
 STS_YEARS = {
     "STS12": ("STS12-en-test", "test-gold", ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"]),
@@ -42,6 +48,8 @@ HUB_IDS = {
 }
 BENCHMARKS = tuple(KNOWN_COUNTS)
 FORMS = ("raw", "tokenised")
+# which of a tier's data sources each evaluator reads (tier['data'][...])
+SOURCE_OF_EVALUATOR = {"senteval": "sts", "mteb": "sts_mteb"}
 
 
 @dataclass
@@ -66,7 +74,50 @@ class StsData:
         return list(dict.fromkeys(self.sentence1 + self.sentence2))
 
 
+def split_for(evaluator: str, name: str) -> str:
+    """MTEB's SICK-R is all 9927 pairs; SentEval's is the 4927-pair test split."""
+    return "all" if (evaluator == "mteb" and name == "SICK-R") else "test"
+
+
+def local_root(source: dict, data_root: Path | str | None) -> Path:
+    """The SentEval-layout folder of a tier's local STS source ({'source': 'local', 'path': '{data_root}/senteval'})."""
+    return resolve_root(source["path"], data_root)
+
+
+def _year_files(root: Path, name: str, form: str) -> list[tuple[str, Path, Path]]:
+    folder, raw_dir, subsets = STS_YEARS[name]
+    base = root / "STS" / folder
+    if form == "tokenised":
+        return [(s, base / f"STS.input.{s}.txt", base / f"STS.gs.{s}.txt") for s in subsets]
+    prefix = "STS2016" if name == "STS16" else "STS"
+    return [(s, base / raw_dir / f"{prefix}.input.{s}.txt", base / raw_dir / f"{prefix}.gs.{s}.txt") for s in subsets]
+
+
+def _stsb_file(root: Path, form: str, split: str) -> Path:
+    base = root / "STS" / "STSBenchmark"
+    return base / f"sts-{split}.csv" if form == "tokenised" else base / "stsbenchmark" / f"sts-{split}.csv"
+
+
+def _sick_files(root: Path, split: str) -> list[Path]:
+    names = {"train": ["SICK_train.txt"], "trial": ["SICK_trial.txt"], "test": ["SICK_test_annotated.txt"],
+             "all": ["SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"]}[split]
+    return [root / "SICK" / n for n in names]
+
+
+def local_files(root: Path | str, name: str, form: str, split: str = "test") -> list[Path]:
+    """Every file load_local reads for one benchmark, in reading order (the one path logic loading and checksum
+    verification share, so the verified files are exactly the files scored)."""
+    root = Path(root)
+    _check_args(name, form, split)
+    if name in STS_YEARS:
+        return [p for _, inp, gs in _year_files(root, name, form) for p in (inp, gs)]
+    if name == "STSBenchmark":
+        return [_stsb_file(root, form, split)]
+    return _sick_files(root, split)
+
+
 def _read_lines(path: Path, files: dict[str, str]) -> list[str]:
+    """The file's lines, numbered like an editor numbers them (line i is element i-1); sha256 recorded."""
     if not path.exists():
         raise UserError(f"{path}: STS file not found; check data_root (it must hold SentEval's layout: STS/, SICK/)")
     raw = path.read_bytes()
@@ -75,69 +126,76 @@ def _read_lines(path: Path, files: dict[str, str]) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:  # a few SemEval originals are latin-1
         text = raw.decode("latin-1")
-    return text.splitlines()
+    # split on newlines only: str.splitlines also breaks at form feeds and U+2028, which would shift line numbers
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _gold(value: str, path: Path, lineno: int) -> float:
+    """A gold score on SemEval's 0-5 scale (SICK's 1-5 lies within it); anything else is a malformed row."""
+    try:
+        score = float(value)
+    except ValueError:
+        score = float("nan")
+    if not 0.0 <= score <= 5.0:  # also refuses nan and inf
+        raise UserError(f"{path}:{lineno}: gold score {value.strip()[:20]!r} is not a number from 0 to 5; "
+                        "fix the row or restore the release file")
+    return score
+
+
+def _columns(line: str, need: int, what: str, path: Path, lineno: int) -> list[str]:
+    cols = line.split("\t")
+    if len(cols) < need or not all(c.strip() for c in cols[:need]):
+        raise UserError(f"{path}:{lineno}: expected {what}, found {len(cols)} tab-separated column(s)"
+                        f"{' with an empty one' if len(cols) >= need else ''}; fix the row or restore the release file")
+    return cols
 
 
 def _senteval_year(root: Path, name: str, form: str, files: dict) -> tuple[list, list, list, list]:
-    folder, raw_dir, subsets = STS_YEARS[name]
-    base = root / "STS" / folder
     s1, s2, gold, subs = [], [], [], []
-    for subset in subsets:
-        if form == "tokenised":
-            inp, gs = base / f"STS.input.{subset}.txt", base / f"STS.gs.{subset}.txt"
-        elif name == "STS16":
-            inp, gs = base / raw_dir / f"STS2016.input.{subset}.txt", base / raw_dir / f"STS2016.gs.{subset}.txt"
-        else:
-            inp, gs = base / raw_dir / f"STS.input.{subset}.txt", base / raw_dir / f"STS.gs.{subset}.txt"
+    for subset, inp, gs in _year_files(root, name, form):
         lines, golds = _read_lines(inp, files), _read_lines(gs, files)
         if len(lines) != len(golds):
             raise UserError(f"{inp}: {len(lines)} sentence pairs but {len(golds)} gold lines in {gs.name}; the files do not belong together")
-        for line, g in zip(lines, golds):
+        for lineno, (line, g) in enumerate(zip(lines, golds), start=1):
+            cols = _columns(line, 2, "two tab-separated sentences", inp, lineno)
             if not g.strip():
                 continue  # unscored pair
-            cols = line.split("\t")
             s1.append(cols[0].strip())
             s2.append(cols[1].strip())
-            gold.append(float(g))
+            gold.append(_gold(g, gs, lineno))
             subs.append(subset)
     return s1, s2, gold, subs
 
 
 def _senteval_stsb(root: Path, form: str, split: str, files: dict):
-    base = root / "STS" / "STSBenchmark"
-    path = base / f"sts-{split}.csv" if form == "tokenised" else base / "stsbenchmark" / f"sts-{split}.csv"
-    s1, s2, gold, subs = [], [], [], []
-    for line in _read_lines(path, files):
-        cols = line.split("\t")
-        if len(cols) < 7:
-            raise UserError(f"{path}: expected at least 7 tab-separated columns, got {len(cols)}")
-        gold.append(float(cols[4]))
+    path = _stsb_file(root, form, split)
+    s1, s2, gold = [], [], []
+    for lineno, line in enumerate(_read_lines(path, files), start=1):
+        cols = _columns(line, 7, "7 columns (genre, file, year, id, score, sentence 1, sentence 2)", path, lineno)
+        gold.append(_gold(cols[4], path, lineno))
         s1.append(cols[5].strip())
         s2.append(cols[6].strip())
-        subs.append(cols[0])
-    return s1, s2, gold, subs
+    # SentEval scores STS-B as one set (its genres are not subsets), so 'all', 'wmean' and 'mean' coincide
+    return s1, s2, gold, ["STSBenchmark"] * len(gold)
 
 
 def _senteval_sick(root: Path, split: str, files: dict):
-    names = {"train": ["SICK_train.txt"], "trial": ["SICK_trial.txt"], "test": ["SICK_test_annotated.txt"],
-             "all": ["SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"]}[split]
-    s1, s2, gold, subs = [], [], [], []
-    for name in names:
-        lines = _read_lines(root / "SICK" / name, files)
-        header = lines[0].split("\t")
+    s1, s2, gold = [], [], []
+    for path in _sick_files(root, split):
+        lines = _read_lines(path, files)
+        header = lines[0].split("\t") if lines else []
         try:
             ia, ib, isc = header.index("sentence_A"), header.index("sentence_B"), header.index("relatedness_score")
         except ValueError:
-            raise UserError(f"{root / 'SICK' / name}: header must name sentence_A, sentence_B, relatedness_score; got {header}") from None
-        for line in lines[1:]:
-            cols = line.split("\t")
-            if len(cols) <= isc:
-                continue
+            raise UserError(f"{path}:1: header must name sentence_A, sentence_B, relatedness_score; got {header}"[:300]) from None
+        for lineno, line in enumerate(lines[1:], start=2):
+            cols = _columns(line, len(header), f"{len(header)} columns ({', '.join(header)})", path, lineno)
             s1.append(cols[ia].strip())
             s2.append(cols[ib].strip())
-            gold.append(float(cols[isc]))
-            subs.append(name.split(".")[0])
-    return s1, s2, gold, subs
+            gold.append(_gold(cols[isc], path, lineno))
+    # one set, as SentEval and MTEB score SICK-R (train/trial/test are files, not subsets to average over)
+    return s1, s2, gold, ["SICK-R"] * len(gold)
 
 
 def _tokenise_like_senteval(sentences: list[str]) -> list[str]:
@@ -236,6 +294,5 @@ def _assert_count(data: StsData, source: str) -> None:
 def load(source: dict, name: str, form: str, split: str = "test", data_root: Path | str | None = None) -> StsData:
     """Dispatch on a tier's data source: {'source': 'local', 'path': ...} or {'source': 'hub'}."""
     if source["source"] == "local":
-        path = Path(str(source["path"]).format(data_root=data_root)) if data_root is not None else Path(source["path"])
-        return load_local(path, name, form, split)
+        return load_local(local_root(source, data_root), name, form, split)
     return load_hub(name, form, split, hub_id=source.get("ids", {}).get(name))

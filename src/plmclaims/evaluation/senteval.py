@@ -1,7 +1,9 @@
 """SentEval-style STS evaluation: cosine of two sentence vectors against the gold score, no regressor.
 
-All three aggregations are computed for every benchmark ('all', 'wmean', 'mean'); STS-B and
-SICK-R have one subset, so the three coincide there. Scores are Spearman (and Pearson) x 100.
+All three aggregations are computed for every benchmark ('all', 'wmean', 'mean'). SentEval scores STS-B and
+SICK-R as one set, so the data layer records a single subset for them (the benchmark's name, not STS-B's genres
+or SICK's files) and the three coincide there; the same '::subsets' reach the bootstrap, which therefore
+resamples those two benchmarks as one set too. Scores are Spearman (and Pearson) x 100.
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def _root(data_root: str | Path | None) -> str:
 def _relative(path: str, data_root: str | Path | None) -> str | None:
     """The path as SHA256SUMS names it (relative to the data root), or None for a file outside it."""
     rel = os.path.relpath(os.path.abspath(path), _root(data_root))
-    return None if rel.startswith("..") else Path(rel).as_posix()
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else Path(rel).as_posix()
 
 
 def _read_table(path: Path, pinned: bool) -> dict[str, str]:
@@ -110,7 +110,7 @@ def file_sha256(path: str | Path) -> str:
 
 def _line(path: str, text: str) -> str:
     """'<path>: <text>' in at most MAX_LINE characters (a long path loses its beginning, never the file name)."""
-    room = MAX_LINE - len(text) - 2
+    room = max(MAX_LINE - len(text) - 2, 40)
     if len(path) > room:
         path = "…" + path[-(room - 1):]
     return f"{path}: {text}"

@@ -3,6 +3,7 @@ every per-run metrics.json and every prediction array once the provenance that s
 checkout a run happened is left out. Runs the tiny tier a second time (minutes)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -19,12 +20,29 @@ VOLATILE = {"wall_time_s", "finished_at", "git_commit", "train_wall_s", "peak_me
 def comparable(obj, workdir: Path):
     """obj without the VOLATILE fields, with the run folder in any path written as <workdir>."""
     if isinstance(obj, dict):
-        return {k: comparable(v, workdir) for k, v in obj.items() if k not in VOLATILE}
+        return {_no_workdir(k, workdir): comparable(_sha_without_workdir(k, v, workdir), workdir)
+                for k, v in obj.items() if k not in VOLATILE}
     if isinstance(obj, list):
         return [comparable(v, workdir) for v in obj]
     if isinstance(obj, str):
-        return obj.replace(str(workdir), "<workdir>")
+        return _no_workdir(obj, workdir)
     return obj
+
+
+def _no_workdir(text, workdir: Path):
+    return text.replace(str(workdir), "<workdir>") if isinstance(text, str) else text
+
+
+def _sha_without_workdir(name, sha, workdir: Path):
+    """A sha256 recorded for a file of the run that names the run folder (lm-eval task YAMLs hold absolute paths)
+    becomes the sha256 of that file with the folder written <workdir>, once the recorded one is checked; any other
+    value is returned as it is."""
+    path = workdir / name if isinstance(name, str) else None
+    if isinstance(sha, str) and len(sha) == 64 and path is not None and path.is_file():
+        data = path.read_bytes()
+        if str(workdir).encode() in data and hashlib.sha256(data).hexdigest() == sha:
+            return hashlib.sha256(data.replace(str(workdir).encode(), b"<workdir>")).hexdigest()
+    return sha
 
 
 def _canonical_json(path: Path, workdir: Path) -> str:
@@ -50,6 +68,18 @@ def test_comparable_drops_only_volatile_fields(tmp_path):
     assert comparable(record, tmp_path) == {
         "values": {"loss_history": [0.5, 0.25], "wall": 1, "out": "<workdir>/runs/x", "model": "/elsewhere/model"},
         "provenance": {"packages": {"torch": "2"}, "seed": 1, "data_sha256": {"/data/a.tsv": "ff"}}}
+
+
+def test_comparable_hashes_a_file_naming_the_run_folder_as_if_it_were_elsewhere(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "bb"
+    hashes = []
+    for work in (a, b):
+        (work / "tasks").mkdir(parents=True)
+        text = f"data_files: {work}/tasks/rte.jsonl\n".encode()
+        (work / "tasks" / "rte.yaml").write_bytes(text)
+        hashes.append(comparable({"files": {"tasks/rte.yaml": hashlib.sha256(text).hexdigest()}}, work))
+    assert hashes[0] == hashes[1]
+    assert comparable({"files": {"tasks/rte.yaml": "0" * 64}}, a) == {"files": {"tasks/rte.yaml": "0" * 64}}
 
 
 def test_two_clean_tiny_runs_agree(tiny_run, second_run):

@@ -192,3 +192,20 @@ def test_verdict_params_follow_the_claim_and_the_bootstrap_only(repo):
     assert base != P.verdict_params(cplan, with_overrides(tier, {"bootstrap.resamples": 7}))
     claims[0].data["tolerance"] = 9.0
     assert base != P.verdict_params(P.plan_claim(claims[0], tier), tier)
+
+
+def test_a_run_finds_its_upstream_runs_from_its_own_spec(repo):
+    """runs.py locates the runs a run reads from the tier view in its --spec: those folders must be the planned ones."""
+    tier = load_tier("tiny")
+    plans = P.plan_all(load_claims(repo / "replications"), tier)
+    for run in P.all_runs(r for p in plans for r in p.score_runs()).values():
+        back, view = P.run_from_json(run.to_json(tier))
+        for up in run.upstream:
+            if up.kind == "pretrain":
+                assert P.model_dir("R", view, run.instance).startswith(up.dir("R") + "/")
+            elif up.kind == "tokenizer" and run.kind != "pretrain":
+                assert P.tokenizer_dir("R", view, up.asset) == up.dir("R")
+            elif up.kind == "lm_model":
+                assert P.lm_model_dir("R", view, run.instance) == f"{up.dir('R')}/model"
+            elif up.kind == "lm_tasks":
+                assert P.lm_tasks_dir("R", back) == up.dir("R")

@@ -312,9 +312,10 @@ def lm_model_dir(resources: str, tier: dict, instance: str) -> str | None:
     return f"{run.dir(resources)}/model" if run else None
 
 
-def lm_tasks_dir(results: str, tier: dict, task: str) -> str:
-    """The lm-eval task folder of one task (YAML and JSONL docs from the local GLUE dev file)."""
-    return lm_tasks_run(tier, task).dir(results)
+def lm_tasks_dir(results: str, run: Run) -> str:
+    """The lm-eval task folder an lm run reads, at the key it was planned with (the run's own tier view lacks the
+    GLUE source that key covers, so it is read from the spec, not recomputed)."""
+    return f"{results}/{LAYOUTS['lm_tasks'].folder.format(task=run.task, key=run.spec['upstream']['lm_tasks'])}"
 
 
 def model_dir(resources: str, tier: dict, instance: str) -> str | None:

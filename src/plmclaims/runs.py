@@ -366,7 +366,7 @@ def lm_eval(tier: dict, run_spec: plan.TaskRun, resources: str, results: str, ou
             model_path = str(trained)
         else:
             adapter = str(trained)
-    task_dir = Path(plan.lm_tasks_dir(results, tier, run_spec.task))
+    task_dir = Path(plan.lm_tasks_dir(results, run_spec))
     config = {"run": run_spec.__dict__, "model": model_path, "adapter": adapter, "tier": tier["name"],
               "eval_limit": tier["lm"].get("eval_limit"), "revision": _hub_revision(tier, run_spec.instance)}
     with Run(out, config, seed=run_spec.seed) as run:

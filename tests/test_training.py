@@ -22,7 +22,7 @@ def rte(data_root):
 def test_finetune_runs_and_records(minilm_path, rte, method, params):
     train, dev = rte
     values, preds = training.finetune(minilm_path, method, params, train, dev, BUDGET, seed=1, progress=False)
-    assert set(preds) == {"RTE::pred", "RTE::gold", "RTE::subsets"} and len(preds["RTE::pred"]) == 40
+    assert set(preds) == {"RTE::pred", "RTE::gold", "RTE::subsets", "RTE::index"} and len(preds["RTE::pred"]) == 40
     assert set(np.unique(preds["RTE::pred"])) <= {0.0, 1.0}
     acc = values["benchmarks"]["RTE"]["accuracy"]
     assert acc == pytest.approx(100 * np.mean(preds["RTE::pred"] == preds["RTE::gold"]))
@@ -46,3 +46,8 @@ def test_regression_task_predicts_scores(minilm_path, data_root):
     values, preds = training.finetune(minilm_path, "full-finetuning", {"lr": 5e-5}, train, dev, BUDGET, seed=1, progress=False)
     assert values["benchmarks"]["STS-B"]["pearson"] == pytest.approx(100 * stats.pearson(preds["STS-B::pred"], preds["STS-B::gold"]))
     assert len(np.unique(preds["STS-B::pred"])) > 2  # scores, not classes
+    # trained on targets centred on the training sample's mean, predicted with it added back: after one short epoch
+    # the predictions sit around the gold scale's middle, not around the head's initial 0
+    offset = values["target_offset"]
+    assert offset == pytest.approx(np.mean(training.sample(train, BUDGET["max_train"], 1).labels))
+    assert 1.5 < offset < 4.0 and abs(np.mean(preds["STS-B::pred"]) - offset) < 1.0

@@ -30,7 +30,7 @@ def test_peft_claims_share_full_finetuning_runs(repo):
     assert {r.instance for r in ft_lora} == {"all-minilm-l6-v2"}
     assert all(isinstance(r, P.TaskRun) and r.kind == "finetune" for r in ft_lora)
     lora_runs = lora.measurements["lora"].runs
-    assert lora_runs[0].pkey != ft_lora[0].pkey and lora_runs[0].method == "lora"
+    assert lora_runs[0].key != ft_lora[0].key and lora_runs[0].method == "lora"
     ladder = plans["peft/prompt-tuning-gap-closes-with-scale"]
     # the ladder's large rung is the same model and method as the LoRA claim's baseline: shared again
     assert ladder.measurements["ft_large"].runs == ft_lora
@@ -42,10 +42,6 @@ def test_peft_claims_share_full_finetuning_runs(repo):
     assert {r.instance for r in prefix.measurements["prefix"].runs} == {"smollm2-135m"}
 
 
-def test_params_key_follows_hyperparameters():
-    assert P.params_key("lora", {"r": 8, "lr": 1e-3}) == P.params_key("lora", {"lr": 1e-3, "r": 8})
-    assert P.params_key("lora", {"r": 8}) != P.params_key("lora", {"r": 16})
-    assert P.params_key("lora", {"r": 8}) != P.params_key("adapter", {"r": 8})
 
 
 def test_claim_params_override_tier_defaults(repo):

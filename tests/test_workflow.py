@@ -84,8 +84,8 @@ def test_malformed_claim_stops_before_compute(tmp_path, repo, data_root):
     assert not (tmp_path / "results").exists()
 
 
-def test_paper_tier_dry_run_needs_no_network(tmp_path, repo):
-    res = _run(repo, tmp_path, "-n", "--config", "tier=paper", f"claims_dir={repo / 'replications'}",
+def test_paper_tier_dry_run_needs_no_network(tmp_path, repo, data_root):
+    res = _run(repo, tmp_path, "-n", "--config", "tier=paper", f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
                env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-2000:]
     out = res.stdout
@@ -114,8 +114,11 @@ def test_peft_family_runs_offline_with_parameter_counts(tiny_run):
         values = json.loads(path.read_text())["values"]
         (task, row), = values["benchmarks"].items()
         assert row["accuracy"] == pytest.approx(100 * row["lm_eval_acc"]) and row["examples"] == 24
-    tasks = json.loads((res / "runs" / "lm-tasks" / "tasks.json").read_text())
-    assert any("glue" in f for f in tasks["provenance"]["data_sha256"])  # generated from the local GLUE files
+    task_runs = sorted((res / "runs" / "lm-tasks").rglob("tasks.json"))
+    assert len(task_runs) == 2  # one lm-eval task folder per task (SST-2, RTE)
+    for path in task_runs:
+        tasks = json.loads(path.read_text())
+        assert any("glue" in f for f in tasks["provenance"]["data_sha256"])  # generated from the local GLUE files
     md = (res / "claims.md").read_text()
     assert "trained / total params" in md
     assert (res / "figures" / "quality-vs-params.png").read_bytes()[:4] == b"\x89PNG"

@@ -97,15 +97,6 @@ class Measurement:
     note: str = ""
     reported_params: float | None = None  # trained parameters the source reports (PEFT claims)
 
-    @property
-    def post_key(self) -> str:
-        """A path-safe name of the post-processing, 'none' when there is none."""
-        if not self.postprocess:
-            return "none"
-        p = self.postprocess
-        k = f"-k{p['k']}" if p.get("k") else ""
-        return f"{p['name']}-{p.get('fit_on', 'target')}{k}"
-
 
 @dataclass(frozen=True)
 class Claim:

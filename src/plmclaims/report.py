@@ -248,7 +248,12 @@ def forest_plot(verdicts: list[dict], out: Path) -> None:
 
 
 def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
-    verdicts = sorted((json.loads(Path(p).read_text()) for p in verdict_files), key=lambda v: v["id"])
+    write_verdicts([json.loads(Path(p).read_text()) for p in verdict_files], tier, out_dir)
+
+
+def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
+    """claims.json, claims.csv, claims.md and the figures from verdict rows (files, or error rows of failed claims)."""
+    verdicts = sorted(verdicts, key=lambda v: v["id"])
     atomic_write_json(out_dir / "claims.json", verdicts)
     buf = io.StringIO()
     table = rows(verdicts)

@@ -16,3 +16,37 @@ rule report:
         f"{R}/logs/report.log",
     shell:
         "{CLI} report --tier {TIER_Q} --out-dir {R_Q} {input:q} > {log:q} 2>&1"
+
+
+def report_despite_failures(log):
+    """With --keep-going a failed run leaves its claim without a verdict, and the report rule never runs. Write the
+    report anyway: every verdict that exists, and an `error` row for each claim that has none, naming the failed
+    rule and its log. Only when the whole report was asked for (the default target): a run for a few files must not
+    paint every unrequested claim as an error. Snakemake reruns the missing verdicts, and then the report, next time."""
+    if "all" not in {getattr(r, "name", r) for r in workflow.dag.targetrules}:
+        return
+    import json
+    from pathlib import Path
+
+    from plmclaims.failures import attribute, failed_jobs
+    from plmclaims.report import write_verdicts
+    from plmclaims.verdicts import error_verdict
+
+    failures = failed_jobs(log if isinstance(log, (list, tuple)) else [log])
+    verdicts = []
+    for slug, cplan in sorted(PLANS.items()):
+        path = LAYOUT["verdict"].pattern(R).format(slug=slug)
+        if os.path.exists(path):
+            verdicts.append(json.loads(open(path).read()))
+            continue
+        needed = [path_of(r) for r in cplan.score_runs()] + [path]
+        behind = attribute(needed, failures)
+        verdicts.append(error_verdict(cplan, TIER, [(f.rule, ", ".join(f.logs) or "see the Snakemake log") for f in behind]))
+    write_verdicts(verdicts, TIER, Path(R))
+    errors = sum(v["verdict"] == "error" for v in verdicts)
+    sys.stderr.write(f"plmclaims: wrote {R}/claims.md despite failures: {errors} of {len(verdicts)} claims are 'error' "
+                     "(their rows name the failed rule and its log)\n")
+
+
+onerror:
+    report_despite_failures(log)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,22 @@ def tiny_run(tmp_path_factory, tiny_tier):
     """One tiny-tier run shared by every test file that needs it (it takes minutes)."""
     work = tmp_path_factory.mktemp("wf")
     return work, tiny_tier(work)
+
+
+def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:
+    """A copy of the data root in which one raw STS12 file has a row without its tab (read by the MTEB-protocol runs
+    only), so planning passes with allow_unverified_data and the jobs that read the file fail."""
+    root = tmp_path / "data"
+    shutil.copytree(data_root / "senteval", root / "senteval")
+    (root / "glue").symlink_to(data_root / "glue")
+    path = root / "senteval" / "STS" / "STS12-en-test" / "test-gold" / "STS.input.MSRpar.txt"
+    lines = path.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
+    lines[0] = lines[0].replace("\t", " ", 1)
+    path.write_text("\n".join(lines), encoding="utf-8", errors="surrogateescape")
+    return root
+
+
+@pytest.fixture(scope="session")
+def broken_data_root(data_root):
+    """make(tmp_path): a data root in which the MTEB-protocol encode of STS12 fails inside its job."""
+    return lambda tmp_path: _broken_data_root(tmp_path, data_root)

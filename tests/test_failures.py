@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from conftest import run_snakemake
 from plmclaims.failures import Failure, attribute, failed_jobs
@@ -50,22 +48,9 @@ def test_attribute_prefers_the_job_that_was_to_write_a_needed_file(tmp_path):
     assert failed_jobs([tmp_path / "missing.log"]) == []
 
 
-def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:
-    """A copy of the data root in which one raw STS12 file has a row without its tab (read by the MTEB-protocol runs
-    only), so planning passes with allow_unverified_data and the jobs that read the file fail."""
-    root = tmp_path / "data"
-    shutil.copytree(data_root / "senteval", root / "senteval")
-    (root / "glue").symlink_to(data_root / "glue")
-    path = root / "senteval" / "STS" / "STS12-en-test" / "test-gold" / "STS.input.MSRpar.txt"
-    lines = path.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
-    lines[0] = lines[0].replace("\t", " ", 1)
-    path.write_text("\n".join(lines), encoding="utf-8", errors="surrogateescape")
-    return root
-
-
-def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_root):
+def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_root, broken_data_root):
     """A failed run: the report still lists every claim; the failed one says `error` with the failing rule and log."""
-    root = _broken_data_root(tmp_path, data_root)
+    root = broken_data_root(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     claims = ["sts/released-checkpoint-reproduces", "sts/released-simcse-reproduces"]

@@ -62,11 +62,12 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, data_root, tmp_path):
     assert len(new) >= 20 and all(state == "COMPLETED" for state, _ in new.values()), new
 
 
-def test_failing_rule_is_reported_failed(cluster, repo, tmp_path):
+def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_root):
+    """A job that fails inside SLURM (a malformed data row, let through planning by allow_unverified_data)."""
     before = set(_jobs())
-    target = "results/tiny/runs/encode/senteval/glove-6b-50d/tokenised/vectors.npz"
-    res = _snakemake(repo, tmp_path, "--retries", "0", "--config", "tier=tiny", f"data_root={tmp_path / 'no-such-root'}",
-                     f"claims_dir={repo / 'replications'}", "--", target)
+    root = broken_data_root(tmp_path)
+    res = _snakemake(repo, tmp_path, "--retries", "0", "--config", "tier=tiny", f"data_root={root}", "allow_unverified_data=true",
+                     f"claims_dir={repo / 'replications'}", 'claims=["sts/released-checkpoint-reproduces"]')
     assert res.returncode != 0
     assert "Error in rule encode" in res.stdout + res.stderr
     new = {i: v for i, v in _jobs().items() if i not in before}

@@ -209,3 +209,22 @@ def test_a_run_finds_its_upstream_runs_from_its_own_spec(repo):
                 assert P.lm_model_dir("R", view, run.instance) == f"{up.dir('R')}/model"
             elif up.kind == "lm_tasks":
                 assert P.lm_tasks_dir("R", back) == up.dir("R")
+
+
+def test_a_family_without_a_rule_chain_is_not_run_with_the_reason(tmp_path):
+    """A probing claim using an STS pooling must not be planned as STS score runs (they would fail after compute)."""
+    import yaml
+
+    from plmclaims.claims import load_claim
+
+    data = {"id": "probing/synthetic", "version": 1, "statement": "Layers go from surface to syntax to semantics.",
+            "seed_point": "T2", "source": {"paper": "Test", "table": "T1"},
+            "protocol": {"family": "probing", "benchmarks": ["UPOS"], "split": "test", "metric": "accuracy"},
+            "measurements": {"probe": {"role": "raw-encoder", "method": "mean"}},
+            "checks": [{"type": "trend", "measurement": "probe", "axis": "layer", "shape": "rises", "scope": "mechanics"}]}
+    path = tmp_path / "claims" / "probing" / "synthetic.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    claim = load_claim(path, tmp_path / "claims")
+    pm = P.plan_claim(claim, load_tier("micro")).measurements["probe"]
+    assert pm.status == "not-run" and pm.runs == [] and "probing family is not built yet" in pm.reason

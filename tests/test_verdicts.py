@@ -375,3 +375,23 @@ def test_zero_shot_is_a_floor_for_trained_lm_measurements(tmp_path, tier):
     assert c["outcome"] == "inconclusive" and "prefix" in c["reason"] and "its zero_shot floor" in c["reason"]
     # the explicit check against zero-shot is decided as a relation (zero-shot is its other side, not its floor)
     assert v["checks"][1]["outcome"] == "contradicted" and "prefix > zero_shot" in v["note"]
+
+
+def test_task_the_tier_skips_is_uninformative_with_the_tier_reason(tmp_path, gtier):
+    """finetune.skip_tasks: the task is never run, shown as uninformative with the tier's reason, left out of the
+    judged average; a check on that task alone is not run."""
+    gtier["finetune"]["skip_tasks"] = {"CoLA": "nothing beats chance at 600 examples"}
+    checks = [NONINF, {**NONINF, "target": "CoLA"}]
+    cplan = P.plan_claim(_glue_claim(tmp_path, checks), gtier)
+    assert {r.task for pm in cplan.measurements.values() for r in pm.runs} == {"RTE", "STS-B"}
+    _glue_runs(cplan, tmp_path / "r", lambda n, t: 0.9)
+    v = decide_claim(cplan, gtier, str(tmp_path / "r"))
+    avg, cola = v["checks"]
+    assert avg["outcome"] == "holds" and avg["details"][0]["tasks"] == ["RTE", "STS-B"]
+    assert avg["uninformative"] == {"CoLA": "not run at tier micro: nothing beats chance at 600 examples"}
+    assert cola["outcome"] == "not-run" and "CoLA is not run at tier micro" in cola["reason"]
+    assert "CoLA" not in v["measurements"]["ft"]["per_benchmark"]
+    # every task skipped: the measurement cannot run, and says why
+    gtier["finetune"]["skip_tasks"] = {t: "nothing beats chance here" for t in TASKS}
+    cplan = P.plan_claim(_glue_claim(tmp_path, [NONINF]), gtier)
+    assert cplan.measurements["ft"].status == "not-run" and "skips every task" in cplan.measurements["ft"].reason

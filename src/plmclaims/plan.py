@@ -387,6 +387,9 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasure
     family = claim.protocol["family"]
     if family in TRAINING_FAMILIES:
         return _plan_training(claim, m, tier, pm, role)
+    if family != "sts":  # expressible in the schema (probing, compression, ...), but no rule chain runs it yet
+        pm.status, pm.reason = "not-run", f"the {family} family is not built yet (built: sts, {', '.join(TRAINING_FAMILIES)})"
+        return pm
     if m.method not in IMPLEMENTED_METHODS:
         pm.status, pm.reason = "not-run", f"method '{m.method}' is not implemented yet"
         return pm
@@ -415,6 +418,14 @@ def method_params(tier: dict, kind: str, m: Measurement) -> dict:
     return {**section.get("methods", {}).get(m.method, {}), **m.params}
 
 
+def skipped_tasks(claim: Claim, tier: dict) -> dict[str, str]:
+    """The claim's tasks this tier does not run (`finetune.skip_tasks` / `lm.skip_tasks`: task -> reason, e.g.
+    nothing beats chance at this budget). The verdict shows them as uninformative, never as measured."""
+    kind = TRAINING_FAMILIES.get(claim.protocol["family"])
+    skip = tier.get(kind, {}).get("skip_tasks", {}) if kind else {}
+    return {t: skip[t] for t in claim.protocol["benchmarks"] if t in skip}
+
+
 def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     """A measurement on GLUE (fine-tuned encoder) or on lm-eval tasks (causal LM): one run per task and seed."""
     kind = TRAINING_FAMILIES[claim.protocol["family"]]
@@ -436,12 +447,17 @@ def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
     # reported is over fine-tuning seeds (training sample, data order, head and adapter initialisation)
     instance = instances(tier, asset)[0].name
     pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
+    skipped = skipped_tasks(claim, tier)
+    tasks = [t for t in claim.protocol["benchmarks"] if t not in skipped]
+    if not tasks:
+        pm.status, pm.reason = "not-run", f"tier {tier['name']} skips every task of the claim: " + "; ".join(
+            f"{t}: {why}" for t, why in skipped.items())
+        return pm
     if m.method == "zero-shot":
-        pm.runs = [task_run(tier, kind, instance, "zero-shot", task, 0, {}) for task in claim.protocol["benchmarks"]]
+        pm.runs = [task_run(tier, kind, instance, "zero-shot", task, 0, {}) for task in tasks]
         return pm
     params = method_params(tier, kind, m)
-    pm.runs = [task_run(tier, kind, instance, m.method, task, seed, params)
-               for task in claim.protocol["benchmarks"] for seed in section["seeds"]]
+    pm.runs = [task_run(tier, kind, instance, m.method, task, seed, params) for task in tasks for seed in section["seeds"]]
     return pm
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import stats
 from .errors import UserError
-from .plan import ClaimPlan, ScoreRun
+from .plan import ClaimPlan, ScoreRun, skipped_tasks
 
 log = logging.getLogger("plmclaims")
 VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")
@@ -131,7 +131,10 @@ class Evidence:
         proto = cplan.claim.protocol
         self.how = proto.get("aggregation", "all")
         self.scale = float(proto.get("scale", 100))
-        self.benchmarks = list(proto["benchmarks"])
+        # tasks the tier does not run (nothing beats chance at its budget) are uninformative, never measured
+        self.skipped = skipped_tasks(cplan.claim, tier)
+        self.all_benchmarks = list(proto["benchmarks"])
+        self.benchmarks = [b for b in proto["benchmarks"] if b not in self.skipped]
         # GLUE-style protocols name a metric per task (CoLA Matthews, STS-B Pearson, ...); STS uses one for all
         task_metrics = proto.get("task_metrics", {})
         self.metric_names = {b: task_metrics.get(b, proto["metric"]) for b in self.benchmarks}
@@ -497,18 +500,22 @@ def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, seri
     details = []
     for target in _targets(check):
         tasks = ev.benchmarks
+        if target in ev.skipped:
+            details.append(Detail(target, "not-run", reason=f"{target} is not run at tier {ev.tier['name']}: {ev.skipped[target]}"))
+            continue
         if target == "avg" and wanted:
-            # 2. tasks on which no side carries signal are left out of the average
+            # 2. tasks on which no side carries signal are left out of the average (and those the tier skips)
+            row.uninformative.update({b: f"not run at tier {ev.tier['name']}: {why}" for b, why in ev.skipped.items()})
             for b in ev.benchmarks:
                 tests = [floors.test(n, b, [b], set(sides)) for n in sides]
                 if not any(ft.above for ft in tests):
                     row.uninformative[b] = "no side above its floor: " + "; ".join(
                         f"{ft.side} {ft.value:.2f} vs {ft.floor} {ft.floor_value:.2f}" for ft in tests)
             tasks = [b for b in ev.benchmarks if b not in row.uninformative]
-            need = math.ceil(float(cplan.claim.data.get("min_informative", 0.5)) * len(ev.benchmarks))
+            need = math.ceil(float(cplan.claim.data.get("min_informative", 0.5)) * len(ev.all_benchmarks))
             if len(tasks) < need:
                 details.append(Detail(target, "inconclusive", reason=(
-                    f"only {len(tasks)} of {len(ev.benchmarks)} tasks are informative at this budget (at least {need} "
+                    f"only {len(tasks)} of {len(ev.all_benchmarks)} tasks are informative at this budget (at least {need} "
                     f"needed); uninformative: {', '.join(row.uninformative)}"), tasks=tasks))
                 continue
         # 3. the sides the relation credits must be above their floors on the (recomputed) target

@@ -25,8 +25,11 @@ def test_peft_claims_share_full_finetuning_runs(repo):
     plans = {p.claim.id: p for p in P.plan_all(load_claims(repo / "replications"), tier)}
     lora, adapters = plans["peft/lora-matches-finetuning"], plans["peft/adapters-match-finetuning"]
     ft_lora, ft_ad = lora.measurements["full_ft"].runs, adapters.measurements["full_ft"].runs
-    # same instance, method, hyper-parameters, tasks and seeds: one set of runs serves both claims
-    assert ft_lora == ft_ad and len(ft_lora) == 5 * len(tier["finetune"]["seeds"])
+    # same instance, method, hyper-parameters, tasks and seeds: one set of runs serves both claims (micro skips CoLA
+    # and RTE, on which nothing beats chance at its budget)
+    assert set(tier["finetune"]["skip_tasks"]) == {"CoLA", "RTE"}
+    assert ft_lora == ft_ad and len(ft_lora) == 3 * len(tier["finetune"]["seeds"])
+    assert {r.task for r in ft_lora} == {"SST-2", "MRPC", "STS-B"}
     assert {r.instance for r in ft_lora} == {"all-minilm-l6-v2"}
     assert all(isinstance(r, P.TaskRun) and r.kind == "finetune" for r in ft_lora)
     lora_runs = lora.measurements["lora"].runs
@@ -108,6 +111,7 @@ def _materialise(cplan, results: Path, quality: dict, trainable: dict, total: in
 def tier():
     t = with_overrides(load_tier("micro"), {"bootstrap.resamples": 300})
     t["roles"]["peft-encoder-base"] = {"asset": "all-minilm-l6-v2"}  # not a substitute: magnitudes would be judged
+    t["finetune"].pop("skip_tasks", None)  # these synthetic runs cover every task
     return t
 
 

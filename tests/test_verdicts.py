@@ -392,7 +392,36 @@ def test_task_the_tier_skips_is_uninformative_with_the_tier_reason(tmp_path, gti
     assert avg["uninformative"] == {"CoLA": "not run at tier micro: nothing beats chance at 600 examples"}
     assert cola["outcome"] == "not-run" and "CoLA is not run at tier micro" in cola["reason"]
     assert "CoLA" not in v["measurements"]["ft"]["per_benchmark"]
+    from plmclaims.report import markdown
+
+    assert "| not run |" in markdown([v], gtier)  # the per-benchmark table says so instead of a number
     # every task skipped: the measurement cannot run, and says why
     gtier["finetune"]["skip_tasks"] = {t: "nothing beats chance here" for t in TASKS}
     cplan = P.plan_claim(_glue_claim(tmp_path, [NONINF]), gtier)
     assert cplan.measurements["ft"].status == "not-run" and "skips every task" in cplan.measurements["ft"].reason
+
+
+def test_runs_on_data_other_than_the_release_are_marked_in_the_report(tmp_path, tier, data_root):
+    """allow_unverified_data lets other data through planning; the verdict and the report then flag every row whose
+    runs read a file that is not the known release file (from the checksums each run recorded)."""
+    from plmclaims.provenance import sha256_file
+    from plmclaims.report import markdown
+    from plmclaims.verdicts import mark_unverified_data
+
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M, controls=())
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
+    release = data_root / "senteval" / "STS" / "STSBenchmark" / "sts-test.csv"
+    for name, pm in cplan.measurements.items():
+        sha = sha256_file(release) if name == "good" else "0" * 64  # 'bad' read a changed copy
+        for run in pm.runs:
+            path = Path(run.path(str(tmp_path / "r")))
+            m = json.loads(path.read_text())
+            m["provenance"]["data_sha256"] = {str(release): sha}
+            atomic_write_json(path, m)
+    v = decide_claim(cplan, tier, str(tmp_path / "r"))
+    mark_unverified_data(v, cplan, str(tmp_path / "r"), str(data_root))
+    assert v["unverified_data"] == [str(release)]
+    assert "unverified_data" not in v["measurements"]["good"] and v["measurements"]["bad"]["unverified_data"] == [str(release)]
+    md = markdown([v], tier)
+    assert "**Unverified data** (not the release files)" in md and "(unverified data)" in md

@@ -118,14 +118,17 @@ def cmd_verdict(args) -> None:
     from .claims import load_claims
     from .plan import plan_claim
     from .provenance import Run, atomic_write_json
-    from .verdicts import decide_claim
+    from .verdicts import decide_claim, mark_unverified_data
 
     tier = _tier(args)
     claim = next((c for c in load_claims(args.claims_dir) if c.slug == args.claim or c.id == args.claim), None)
     if claim is None:
         raise UserError(f"claim {args.claim!r} not found under {args.claims_dir}")
     with Run(None, {"claim": claim.data, "tier": {k: v for k, v in tier.items() if not k.startswith("_")}}) as run:
-        result = decide_claim(plan_claim(claim, tier), tier, args.results)
+        cplan = plan_claim(claim, tier)
+        result = decide_claim(cplan, tier, args.results)
+        if args.data_root is not None:
+            mark_unverified_data(result, cplan, args.results, args.data_root)
     result["provenance"] = run.provenance()
     atomic_write_json(args.out, result)
     print(f"{claim.id}: {result['verdict']} — {result['note']}")
@@ -209,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)
+    sp.add_argument("--data-root", default=None, help="mark measurements whose runs read data that is not the release files")
     sp = add("prefetch", cmd_prefetch, "download every hub asset the selected claims need, for air-gapped runs")
     sp.add_argument("--tier", default="paper")
     sp.add_argument("--claims-dir", default="replications")

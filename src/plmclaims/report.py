@@ -64,7 +64,8 @@ def rows(verdicts: list[dict]) -> list[dict]:
                         "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
                         "random_weights": (m.get("random_weights") or {}).get("measured"), "floors": _floors(m),
                         "trained_params": m.get("trained_params"), "total_params": m.get("total_params"),
-                        "peak_memory_mb": m.get("peak_memory_mb"), "note": m.get("reason", "")})
+                        "peak_memory_mb": m.get("peak_memory_mb"), "unverified_data": ";".join(m.get("unverified_data", [])),
+                        "note": m.get("reason", "")})
     return out
 
 
@@ -96,7 +97,8 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     lines += ["| claim | seed point | source | verdict | note |", "|---|---|---|---|---|"]
     for v in verdicts:
         expected = " (as expected)" if v.get("matches_expected") else " (unexpected)" if v.get("matches_expected") is False else ""
-        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}**{expected} | {v['note']} |")
+        data = f" **Unverified data** (not the release files): {', '.join(v['unverified_data'])}." if v.get("unverified_data") else ""
+        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}**{expected} | {v['note']}{data} |")
     lines += ["", "## Measurements", "",
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",
@@ -108,6 +110,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     for v in verdicts:
         for name, m in v["measurements"].items():
             measured = _measured(m) + (f" (degenerate: {', '.join(m['degenerate'])})" if m.get("degenerate") else "")
+            measured += " (unverified data)" if m.get("unverified_data") else ""
             lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {measured} | "
                          f"{_floors(m)} | {_params(m)} | {m.get('substitute_for') or '—'} |")
         for name, c in v.get("controls", {}).items():
@@ -124,7 +127,10 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         for name, m in ran.items():
             cells = []
             for b in bench:
-                row = m["per_benchmark"][b]
+                row = m["per_benchmark"].get(b)
+                if row is None:  # a task the tier does not run (skip_tasks)
+                    cells.append("not run")
+                    continue
                 rep = f" ({_fmt(row.get('reported'))})" if row.get("reported") is not None else ""
                 cells.append(f"{_fmt(row['measured'])}{rep}")
             lines.append(f"| {m.get('label', name)} | " + " | ".join(cells) + " |")

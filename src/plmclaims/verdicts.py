@@ -391,6 +391,31 @@ def _error_row(cplan: ClaimPlan, tier: dict, note: str, results: str | None = No
             "runs": sorted({r.path(results) for r in cplan.score_runs()}) if results else []}
 
 
+def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_root: str | None) -> None:
+    """Mark the verdict and each measurement whose runs read data that is not the known release (a user who ran
+    with allow_unverified_data): the report flags those rows. Read from each run's recorded data checksums."""
+    from .data.verify import is_verified
+
+    def unverified(runs) -> list[str]:
+        out = set()
+        for run in runs:
+            path = Path(run.path(results))
+            if path.exists():
+                recorded = json.loads(path.read_text()).get("provenance", {}).get("data_sha256", {})
+                out |= {f for f, sha in recorded.items() if not is_verified(f, sha, data_root)}
+        return sorted(out)
+
+    every = set()
+    for name, pm in cplan.measurements.items():
+        files = unverified(pm.runs + pm.controls)
+        if files:
+            verdict["measurements"][name]["unverified_data"] = files
+            every |= set(files)
+    every |= set(unverified(list(cplan.lexical.values())))
+    if every:
+        verdict["unverified_data"] = sorted(every)
+
+
 def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]]) -> dict:
     """The verdict row of a claim whose runs failed: (failed rule, log path) for each failure."""
     note = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in failures) or "a run failed"

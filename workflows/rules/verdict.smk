@@ -17,4 +17,4 @@ rule verdict:
         R + "/logs/verdict-{slug}.log",
     shell:
         "{CLI} verdict --tier {TIER_Q} --claims-dir {CLAIMS_Q} --claim {params.claim:q} --results {R_Q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--data-root {DATA_Q} --out {output:q} > {log:q} 2>&1"

@@ -12,7 +12,6 @@ from .tiers import Instance
 
 def needed_assets(plans, tier: dict) -> list[HubAsset]:
     """Every hub model and dataset the planned runs load, each at its pinned revision, without touching the network."""
-    from .runs import SOURCE_OF_EVALUATOR
 
     found: dict[str, HubAsset] = {}
     for p in plans:
@@ -27,7 +26,7 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                     a = HubAsset(glue.HUB_ID, "dataset", glue.HUB_REVISION, f"GLUE {run.task}")
                     found.setdefault(a.key, a)
                 continue
-            source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
+            source = tier["data"][sts.SOURCE_OF_EVALUATOR[run.evaluator]]
             if source["source"] == "hub":  # every score run, lexical ones too, reads its benchmarks
                 for name in sts.BENCHMARKS:
                     repo, rev = sts.HUB_IDS[name]

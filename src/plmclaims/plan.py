@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 
 from .claims import Claim, Measurement
+from .data.sts import SOURCE_OF_EVALUATOR  # evaluator -> the tier's data source it reads
 from .errors import UserError
 from .tiers import Instance, instances, random_twins
 
@@ -28,7 +29,6 @@ ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 FINETUNING_METHODS = {"full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning"}
 LM_METHODS = {"zero-shot", "prefix-tuning", "prompt-tuning", "lora", "full-finetuning"}  # lm/train.py METHODS + zero-shot
 TRAINING_FAMILIES = {"glue": "finetune", "lm-tasks": "lm"}  # claim family -> tier section and run kind
-STS_SOURCE = {"senteval": "sts", "mteb": "sts_mteb"}  # evaluator -> the tier's data source it reads
 
 
 # ---------------------------------------------------------------- where runs live
@@ -233,7 +233,7 @@ def model_run(tier: dict, instance: str) -> Run | None:
 
 def encode_run(tier: dict, evaluator: str, instance: str, form: str) -> Run:
     """One forward pass per (evaluator's data, instance, text form), shared by every pooling."""
-    view = _merge(_pick(tier, f"data.{STS_SOURCE[evaluator]}", "data.max_pairs", "encode"), _asset_view(tier, instance))
+    view = _merge(_pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs", "encode"), _asset_view(tier, instance))
     model = model_run(tier, instance)
     return _run("encode", {"evaluator": evaluator, "instance": instance, "form": form}, view, (model,) if model else ())
 
@@ -244,7 +244,7 @@ def needs_encode(run: Run, tier: dict) -> bool:
 
 def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str, post: str = "none") -> ScoreRun:
     asset = instance.partition(".")[0]
-    view = _merge(_pick(tier, f"data.{STS_SOURCE[evaluator]}", "data.max_pairs"), _asset_view(tier, instance))
+    view = _merge(_pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs"), _asset_view(tier, instance))
     fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "post": post}
     up = () if tier["assets"][asset]["kind"] == "lexical" else (encode_run(tier, evaluator, instance, form),)
     return _run("score", fields, view, up)

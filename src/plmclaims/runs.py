@@ -18,19 +18,13 @@ from .stats import degenerate as degenerate_reason, document_index
 from .tiers import Instance
 
 log = logging.getLogger("plmclaims")
-SOURCE_OF_EVALUATOR = {"senteval": "sts", "mteb": "sts_mteb"}
-
-
-def split_for(evaluator: str, name: str) -> str:
-    """MTEB's SICK-R is all 9927 pairs; SentEval's is the 4927-pair test split."""
-    return "all" if (evaluator == "mteb" and name == "SICK-R") else "test"
 
 
 def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None) -> list[sts.StsData]:
-    source = tier["data"][SOURCE_OF_EVALUATOR[evaluator]]
+    source = tier["data"][sts.SOURCE_OF_EVALUATOR[evaluator]]
     out = []
     for name in sts.BENCHMARKS:
-        data = sts.load(source, name, form, split_for(evaluator, name), data_root)
+        data = sts.load(source, name, form, sts.split_for(evaluator, name), data_root)
         out.append(_subsample(data, tier["data"].get("max_pairs")))
     return out
 

@@ -243,7 +243,7 @@ def load_glue(tier: dict, task: str, split: str, data_root: str | None) -> glue.
     if source["source"] == "hub":
         data = glue.load_hub(task, split)
     else:
-        root = str(source.get("path", "{data_root}/glue")).format(data_root=data_root if data_root is not None else "data")
+        root = str(glue.local_root(source, data_root))  # the folder data.verify checked
         data = glue.load_local(root, task, split)
     if split == "dev":
         from .training import sample
@@ -316,7 +316,7 @@ def lm_tasks(tier: dict, tasks: list[str], data_root: str | None, out_dir: Path)
     if source.get("source") != "local":
         raise UserError(f"{tier['_path']}: field 'data.glue.source': the lm-eval tasks are generated from local GLUE "
                         "files; allowed values: local")
-    root = str(source.get("path", "{data_root}/glue")).format(data_root=data_root if data_root is not None else "data")
+    root = str(glue.local_root(source, data_root))  # the folder data.verify checked
     with Run(out_dir / "tasks.json", {"tasks": tasks, "eval_limit": tier["lm"].get("eval_limit"), "tier": tier["name"]}) as run:
         info = lm_tasks_mod.write_tasks(root, tasks, out_dir, limit=tier["lm"].get("eval_limit"), seed=0)
         run.values = info

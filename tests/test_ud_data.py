@@ -66,6 +66,10 @@ def test_tree_errors_and_missing_files(tmp_path, data_root):
     path = write(tmp_path, ROW.format(i=1, w="a", f="_", h=2, r="dep"), ROW.format(i=2, w="b", f="_", h=5, r="dep"))
     with pytest.raises(UserError, match=r"x\.conllu:1: sentence \? needs one root"):
         ud.read_conllu(path)
+    path = write(tmp_path, ROW.format(i=1, w="a", f="_", h=0, r="root"), ROW.format(i=2, w="b", f="_", h=3, r="dep"),
+                 ROW.format(i=3, w="c", f="_", h=2, r="dep"))
+    with pytest.raises(UserError, match=r"x\.conllu:1: sentence \? has a cycle"):
+        ud.read_conllu(path)
     with pytest.raises(UserError, match="UD file not found"):
         ud.load(tmp_path, "dev")
     with pytest.raises(UserError, match="allowed values: train, dev, test"):

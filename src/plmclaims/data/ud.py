@@ -101,9 +101,14 @@ def read_conllu(path: str | Path) -> list[Sentence]:
         if rows:
             n = len(rows)
             heads = np.array([r[5] for r in rows], dtype=np.int64)
-            if sum(heads == 0) != 1 or heads.max() > n:
+            if (heads == 0).sum() != 1 or heads.max() > n:
                 raise _fail(path, start, f"sentence {sent_id or '?'} needs one root and heads in 0..{n}",
                             " ".join(map(str, heads.tolist())))
+            try:
+                depths(heads)  # a cycle would hang or mislead every tree measure downstream
+            except UserError:
+                raise _fail(path, start, f"sentence {sent_id or '?'} has a cycle in its heads",
+                            " ".join(map(str, heads.tolist()))) from None
             sentences.append(Sentence(sent_id, [r[1] for r in rows], [r[3] for r in rows], [r[4] for r in rows],
                                       [r[6] for r in rows], heads, [r[7] for r in rows]))
         rows, sent_id = [], ""

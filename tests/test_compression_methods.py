@@ -181,3 +181,28 @@ def test_onnx_int8_minilm_stays_close_to_float32(minilm, float_vectors):
     for pooling in ("mean", "cls-before-pooler"):
         c = cosines(encoders.pool(vecs, pooling), encoders.pool(float_vectors, pooling))
         assert c.mean() > ONNX_INT8_BOUND[0] and c.min() > ONNX_INT8_BOUND[1], (pooling, c)
+
+
+# ---- distillation student ------------------------------------------------------------------------------------------
+
+def test_the_students_layers_are_the_teachers_chosen_layers(minilm, batch):
+    from plmclaims.methods import distill
+
+    teacher = minilm[0]
+    student = distill.student_from_teacher(teacher)
+    assert student.config.num_hidden_layers == 3 and teacher.config.num_hidden_layers == 6  # the teacher is untouched
+    t_state, s_state = teacher.state_dict(), student.state_dict()
+    for s_index, t_index in enumerate([0, 2, 4]):
+        for key, value in student.encoder.layer[s_index].state_dict().items():
+            assert torch.equal(value, teacher.encoder.layer[t_index].state_dict()[key]), (s_index, key)
+    for key in (k for k in s_state if not k.startswith("encoder.layer.")):
+        assert torch.equal(s_state[key], t_state[key]), key
+    assert not torch.equal(student.encoder.layer[1].attention.self.query.weight, teacher.encoder.layer[1].attention.self.query.weight)
+    n_student, n_teacher = (sum(p.numel() for p in m.parameters()) for m in (student, teacher))
+    assert n_student == n_teacher - 3 * sum(p.numel() for p in teacher.encoder.layer[0].parameters())
+    # the student computes what the teacher does with layers 1, 3, 5 cut out of its stack
+    cut = copy.deepcopy(teacher)
+    cut.encoder.layer = torch.nn.ModuleList(cut.encoder.layer[i] for i in (0, 2, 4))
+    torch.testing.assert_close(hidden(student, batch), hidden(cut, batch), atol=1e-6, rtol=1e-6)
+    with pytest.raises(UserError, match="0..5"):
+        distill.student_from_teacher(teacher, [0, 6])

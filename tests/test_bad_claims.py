@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from plmclaims import cli
+from plmclaims.errors import UserError
 
 CORPUS = Path(__file__).parent / "bad_claims"
 EXPECTED = yaml.safe_load((CORPUS / "EXPECTED.yaml").read_text())
@@ -133,23 +134,45 @@ def test_aliases_within_the_bound_still_load(tmp_path):
     assert read_yaml(path) == {"base": {"r": 8, "alpha": 16}, "lora": {"r": 8, "alpha": 16}, "bigger": {"r": 16, "alpha": 16}}
 
 
-def test_tables_mirror_the_code_that_runs():
-    """claims.py keeps its own copies of what the runs honour (loading claims must not import torch): keep them equal."""
-    from plmclaims import claims, encoders, plan, stats
-    from plmclaims.lm import train as lm_train
-    from plmclaims.methods import FINETUNING_METHODS
+def test_the_registry_fills_the_schema_and_every_built_family_is_whole():
+    """The schema file leaves the family-owned enums to the registry; every built family declares the parameters of each
+    method it runs, has a planner and a subcommand per rule, and its rules write every run kind it declares."""
+    from plmclaims import cli, families, stats
+    from plmclaims.claims import BOOTSTRAP_METRICS
+    from plmclaims.schema import load_schema
 
-    assert claims.POOLINGS == encoders.POOLINGS
-    assert set(claims.STS_METHODS) == plan.IMPLEMENTED_METHODS
-    assert set(claims.GLUE_METHODS) == set(FINETUNING_METHODS)
-    assert set(claims.LM_METHODS) == set(lm_train.METHODS) | {"zero-shot"}
-    for name in claims.BOOTSTRAP_METRICS:
+    raw = load_schema("claim")
+    for path, values in families.schema_enums().items():
+        node = raw
+        for k in path[:-1]:
+            node = node[k]
+        assert "enum" not in node and values, path
+    subcommands = set(cli.build_parser()._subparsers._group_actions[0].choices)
+    for fam in families.BUILT.values():
+        assert set(fam.method_params) == set(fam.methods), fam.name
+        impl = families.implementation(fam.name, "plan")
+        assert callable(impl.plan_measurement) and callable(impl.data_files), fam.name
+        rules = (Path(families.__file__).parent / fam.package / "rules.smk").read_text()
+        for kind in fam.layouts:
+            assert f'LAYOUT["{kind}"].pattern(' in rules, (fam.name, kind)
+        for line in rules.splitlines():
+            if '"{CLI} ' in line:
+                assert line.split('"{CLI} ')[1].split()[0] in subcommands, line
+    for name in BOOTSTRAP_METRICS:
         assert callable(stats.metric_function(name))
     with pytest.raises(ValueError):
         stats.metric_function("bleu")
-    schema = yaml.safe_load((Path(claims.__file__).parents[2] / "workflows/schemas/claim.schema.json").read_text())
-    assert set(claims.METHOD_PARAMS["glue"]) | set(claims.METHOD_PARAMS["lm-tasks"]) <= set(
-        schema["$defs"]["measurement"]["properties"]["method"]["enum"])
+
+
+def test_a_family_name_outside_the_registry_is_refused_with_the_registered_ones(tmp_path):
+    from plmclaims import families
+    from plmclaims.claims import load_claim
+
+    path = tmp_path / "x.yaml"
+    path.write_text(GOOD_STS.replace("family: sts", "family: stylometry"))
+    with pytest.raises(UserError) as err:
+        load_claim(path)
+    assert "protocol.family" in str(err.value) and all(f in str(err.value) for f in list(families.FAMILIES)[:3])
 
 
 def test_lora_module_tables_name_real_layers():

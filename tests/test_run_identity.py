@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from plmclaims import plan as P
+from plmclaims.families.sts.plan import score_run
 from plmclaims.claims import load_claims
 from plmclaims.tiers import load_tier
 
@@ -94,7 +95,7 @@ def test_values_reach_the_shell_quoted(repo, data_root, tmp_path, folder):
     work.mkdir()
     (tmp_path / folder).symlink_to(data_root)
     tier = load_tier("tiny")
-    run = P.score_run(tier, "senteval", "lexical", "tokenised", "bow-cosine")
+    run = score_run(tier, "senteval", "lexical", "tokenised", "bow-cosine")
     results = tmp_path / "my results $(touch INJECTED)"
     target = run.path(f"{results}/tiny")
     config = ["--config", "tier=tiny", f"data_root={tmp_path / folder}", f"results={results}",

@@ -30,7 +30,7 @@ def _claim(tmp_path: Path, checks: list, measurements: dict, controls=("random-w
     return load_claim(path, tmp_path / "claims")
 
 
-def _write_run(results: Path, run: P.ScoreRun, noise: float, seed: int, gold: dict) -> None:
+def _write_run(results: Path, run: P.Run, noise: float, seed: int, gold: dict) -> None:
     rng = np.random.default_rng(seed)
     arrays = {}
     for b in BENCH:

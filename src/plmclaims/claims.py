@@ -1,9 +1,10 @@
 """Claims as validated data: one YAML file per claim under replications/<family>/.
 
 Validation has three layers, each refusing a file with one line that names it, the field and the allowed
-values: the strict YAML reader and the JSON schema (schema.py: the vocabulary of every family in the catalog,
-built or not), the rules of the families that are built (`load_claim`: only values their runs honour, so a
-value the code would ignore or fail on after compute is refused before), and the tier (`check_against_tier`:
+values: the strict YAML reader and the JSON schema (schema.py; the families, evaluators, metrics and methods of
+every family in the catalog, built or not, come from the family registry), the rules of the families that are
+built (`load_claim`: only values their runs honour, as each family declares them, so a value the code would
+ignore or fail on after compute is refused before), and the tier (`check_against_tier`:
 what the assets a tier maps to a claim's roles can do).
 """
 from __future__ import annotations
@@ -12,35 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .families import FAMILIES, schema_enums
 from .schema import one_line, read_yaml, short, validate
 
-STS_BENCHMARKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R")
-GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "RTE", "STS-B", "WNLI", "QNLI", "MNLI", "QQP")
-LM_TASKS = ("SST-2", "CoLA", "MRPC", "RTE", "QNLI", "WNLI")  # the tasks lm/tasks.py has prompt templates for
-KNOWN_BENCHMARKS = {"sts": set(STS_BENCHMARKS), "glue": set(GLUE_TASKS), "lm-tasks": set(LM_TASKS)}
 MAX_NAME = 80  # characters per path part (family, claim name): run paths and Snakemake wildcards carry them
-
-# What the built families' runs honour. The tables mirror the code that runs them (tests/test_bad_claims.py checks
-# they agree), kept here so that loading claims does not import numpy, torch or peft.
-POOLINGS = ("mean", "cls", "cls-before-pooler", "first-last", "static-last", "last2avg")  # encoders.POOLINGS
-METHODS_BY_KIND = {  # STS score-run methods each asset kind can give (runs.encode / runs.score)
-    "pretrain-mlm": POOLINGS, "transformer": POOLINGS,
-    "static-vectors": ("static-average",), "lexical": ("bow-cosine", "tfidf-cosine"),
-}
-STS_METHODS = POOLINGS + ("static-average", "bow-cosine", "tfidf-cosine")  # plan.IMPLEMENTED_METHODS
-STS_NOT_BUILT = ("simcse", "diffcse", "consert", "declutr", "promptbert", "bsl", "rankencoder")  # T8: planned not-run
-GLUE_METHODS = ("full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning")  # methods.FINETUNING_METHODS
-LM_METHODS = ("zero-shot", "prefix-tuning", "prompt-tuning", "lora", "full-finetuning")  # lm.train.METHODS + zero-shot
 BOOTSTRAP_METRICS = ("spearman", "pearson", "accuracy", "f1", "matthews")  # stats.metric_function
-REGRESSION_TASKS = {"STS-B"}  # GLUE tasks scored by correlation; the others are classification
-FAMILIES = {  # protocol values each built family's runs read; None: the field is not read, so it must be absent
-    "sts": {"evaluator": ("senteval", "mteb"), "split": ("test",), "metric": ("spearman", "pearson"),
-            "similarity": ("cosine",), "methods": STS_METHODS + STS_NOT_BUILT},
-    "glue": {"evaluator": ("glue-dev",), "split": ("dev",), "metric": BOOTSTRAP_METRICS, "similarity": None,
-             "text_form": None, "controls": None, "methods": GLUE_METHODS},
-    "lm-tasks": {"evaluator": ("lm-eval",), "split": ("dev",), "metric": ("accuracy", "f1", "matthews"), "similarity": None,
-                 "text_form": None, "controls": None, "methods": LM_METHODS},
-}
 
 
 def _pos_int(v) -> bool:
@@ -51,7 +28,7 @@ def _pos_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
-PARAM_TYPES = {  # name -> (what it must be, test); read by methods/*.py (glue) and lm/train.py (lm-tasks)
+PARAM_TYPES = {  # name -> (what it must be, test); the families declare which methods read which (Family.method_params)
     "lr": ("a positive number, e.g. 1.0e-3", _pos_num),
     "r": ("a positive integer", _pos_int),
     "alpha": ("a positive integer", _pos_int),
@@ -62,16 +39,6 @@ PARAM_TYPES = {  # name -> (what it must be, test); read by methods/*.py (glue) 
     "projection": ("true or false", lambda v: isinstance(v, bool)),
     "projection_hidden": ("a positive integer", _pos_int),
     "init_text": ("a non-empty string", lambda v: isinstance(v, str) and v.strip() != ""),
-}
-_LORA = ("r", "alpha", "dropout", "target_modules", "lr")
-METHOD_PARAMS = {
-    "glue": {"full-finetuning": ("lr",), "bitfit": ("lr",), "adapter": ("size", "lr"), "lora": _LORA,
-             "prefix-tuning": ("virtual_tokens", "projection", "projection_hidden", "lr"),
-             "prompt-tuning": ("virtual_tokens", "lr")},
-    "lm-tasks": {"full-finetuning": ("lr",), "zero-shot": (), "lora": _LORA,
-                 "prefix-tuning": ("virtual_tokens", "projection", "projection_hidden", "lr"),
-                 "prompt-tuning": ("virtual_tokens", "init_text", "lr")},
-    "sts": {m: () for m in STS_METHODS},  # poolings and lexical cosines take no parameters
 }
 # Linear layers LoRA can target, per architecture (the attention and feed-forward projections; task heads are
 # trained whole through modules_to_save). peft matches an entry against the end of a module's dotted name.
@@ -138,55 +105,53 @@ def _targets(check: dict) -> list[str]:
 
 
 def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
-    """Refuse values a built family's runs would ignore or fail on after compute."""
+    """Refuse values a built family's runs would ignore or fail on after compute (its declaration in families/)."""
     proto = data["protocol"]
-    family = proto["family"]
-    rules = FAMILIES.get(family)
-    if rules is None:
+    fam = FAMILIES[proto["family"]]
+    if not fam.built:
         return  # a catalog family not built yet: its measurements are planned not-run, nothing is computed
+    rules = {"evaluator": fam.evaluators, "metric": fam.metrics, **fam.protocol}
     for key in ("evaluator", "split", "metric", "similarity", "text_form"):
         if key not in rules or key not in proto:
             continue
         allowed = rules[key]
         if allowed is None:
-            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {family} does not read; remove it")
+            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {fam.name} does not read; remove it")
         if proto[key] not in allowed:
-            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {family} does not honour; "
+            raise UserError(f"{path}: field 'protocol.{key}': got {short(proto[key])}, which family {fam.name} does not honour; "
                             f"allowed values: {', '.join(allowed)}")
-    if rules.get("controls", ()) is None and data.get("controls"):
+    if not fam.controls and data.get("controls"):
         raise UserError(f"{path}: field 'controls': the random-weights and lexical controls are STS runs, which family "
-                        f"{family} does not have; remove it")
+                        f"{fam.name} does not have; remove it")
     task_metrics = proto.get("task_metrics", {})
     for b in proto["benchmarks"]:
         metric, where = (task_metrics[b], f"protocol.task_metrics.{b}") if b in task_metrics else (proto["metric"], "protocol.metric")
-        allowed = rules["metric"]
-        if family == "glue":
-            allowed = ("pearson", "spearman") if b in REGRESSION_TASKS else ("accuracy", "f1", "matthews")
+        allowed = fam.metrics_for(b)
         if metric not in allowed:
-            kind = "" if family != "glue" else f" ({b} is {'a regression' if b in REGRESSION_TASKS else 'a classification'} task)"
+            task = "regression" if set(allowed) <= {"pearson", "spearman"} else "classification"
+            kind = f" ({b} is a {task} task)" if b in fam.benchmark_metrics else ""
             raise UserError(f"{path}: field '{where}': got {short(metric)} for {b}{kind}; allowed values: {', '.join(allowed)}")
     for name, m in measurements.items():
         where = f"measurements.{name}"
-        if m.method not in rules["methods"]:
-            other = [f for f, r in FAMILIES.items() if m.method in r["methods"]]
+        if m.method not in fam.all_methods:
+            other = [f.name for f in FAMILIES.values() if m.method in f.all_methods]
             what = f", a {'/'.join(other)} method" if other else ""
-            shown = STS_METHODS if family == "sts" else rules["methods"]
-            raise UserError(f"{path}: field '{where}.method': got {short(m.method)}{what}; allowed {family} methods: {', '.join(shown)}")
-        if m.postprocess and (family != "sts" or m.method not in POOLINGS):
+            raise UserError(f"{path}: field '{where}.method': got {short(m.method)}{what}; allowed {fam.name} methods: {', '.join(fam.methods)}")
+        if m.postprocess and m.method not in fam.postprocess_methods:
             raise UserError(f"{path}: field '{where}.postprocess': only STS poolings of encoder vectors take "
-                            f"post-processing, not {family} method {m.method!r}; remove it")
-        _check_params(path, family, m)
+                            f"post-processing, not {fam.name} method {m.method!r}; remove it")
+        _check_params(path, fam, m)
 
 
-def _check_params(path: Path, family: str, m: Measurement) -> None:
-    names = METHOD_PARAMS[family].get(m.method)
+def _check_params(path: Path, fam, m: Measurement) -> None:
+    names = fam.method_params.get(m.method)
     if names is None:
         return  # a method not built yet: its parameters are not read
     for key, value in m.params.items():
         where = f"measurements.{m.name}.params.{key}"
         if key not in names:
             allowed = f"allowed: {', '.join(names)}" if names else "it takes none"
-            raise UserError(f"{path}: field '{where}': method {m.method!r} ({family}) does not read {short(key)}; {allowed}")
+            raise UserError(f"{path}: field '{where}': method {m.method!r} ({fam.name}) does not read {short(key)}; {allowed}")
         what, ok = PARAM_TYPES[key]
         if not ok(value):
             hint = " (YAML 1.1 reads 1e-3 as text: write 1.0e-3)" if isinstance(value, str) and _is_number(value) else ""
@@ -213,9 +178,10 @@ def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) 
                             "first) or 'measurement' (axis layer or step)")
         if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
             raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
-        if check.get("quantity") == "trained-params" and proto["family"] not in ("glue", "lm-tasks"):
+        if check.get("quantity") == "trained-params" and not FAMILIES[proto["family"]].tier_section:
+            trained = ", ".join(f.name for f in FAMILIES.values() if f.tier_section)
             raise UserError(f"{path}: field 'checks.{i}.quantity': trained-params ratios need trained runs "
-                            f"(families glue, lm-tasks), not {proto['family']}; remove it")
+                            f"(families {trained}), not {proto['family']}; remove it")
         for t in _targets(check):
             if t not in targets:
                 raise UserError(f"{path}: field 'checks.{i}.target': got {short(t)}; allowed values: {', '.join(sorted(targets))}")
@@ -240,7 +206,7 @@ def load_claim(path: Path, root: Path | None = None) -> Claim:
 
 def _load_claim(path: Path, root: Path | None) -> Claim:
     data = read_yaml(path)
-    validate(data, "claim", path)
+    validate(data, "claim", path, schema_enums())
     if root is not None:
         expected = path.resolve().relative_to(root.resolve()).with_suffix("").as_posix()
         if data["id"] != expected:
@@ -254,7 +220,7 @@ def _load_claim(path: Path, root: Path | None) -> Claim:
         for name, m in data["measurements"].items()
     }
     proto = data["protocol"]
-    known = KNOWN_BENCHMARKS.get(proto["family"])
+    known = FAMILIES[proto["family"]].benchmarks
     if known is not None:
         for i, b in enumerate(proto["benchmarks"]):
             if b not in known:
@@ -299,22 +265,15 @@ def check_against_tier(claim: Claim, tier: dict) -> None:
 
 
 def _check_against_tier(claim: Claim, tier: dict) -> None:
-    family = claim.protocol["family"]
+    fam = FAMILIES[claim.protocol["family"]]
     for name, m in claim.measurements.items():
         asset = tier["roles"].get(m.role, {}).get("asset")
-        if asset is None or family not in FAMILIES:
+        if asset is None or not fam.built:
             continue
         spec = tier["assets"][asset]
-        where = f"{claim.path}: field 'measurements.{name}.method'"
         arch = architecture(spec)
-        if family == "sts" and m.method in STS_METHODS:
-            gives = METHODS_BY_KIND.get(spec["kind"], ())
-            if m.method not in gives:
-                raise UserError(f"{where}: got {m.method!r}; tier {tier['name']} maps role '{m.role}' to '{asset}' "
-                                f"({spec['kind']}), which gives: {', '.join(gives) or 'no STS vectors'}")
-        if family == "glue" and m.method == "prefix-tuning" and arch in ("bert", "roberta"):
-            raise UserError(f"{where}: got 'prefix-tuning'; peft cannot prefix-tune {arch} encoders ('{asset}' at tier "
-                            f"{tier['name']}) under transformers 5: use family lm-tasks")
+        if fam.check_tier:
+            fam.check_tier(claim, m, asset, spec, arch, tier)
         targets = m.params.get("target_modules")
         if m.method == "lora" and targets and arch in LORA_MODULES:
             allowed = LORA_MODULES[arch]

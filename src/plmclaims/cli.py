@@ -1,4 +1,5 @@
-"""Command-line interface: one thin subcommand per Snakemake rule, plus `validate` and `plan`.
+"""Command-line interface: one thin subcommand per Snakemake rule (each family adds its own, families/<f>/commands.py),
+plus `validate`, `prefetch` and `report`.
 
 Every subcommand turns a UserError into one line on stderr and exit status 2, so a malformed claim
 stops the workflow with a message that names the file and field, not a traceback.
@@ -10,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from . import families
 from .errors import UserError
 
 
@@ -51,67 +53,22 @@ def _spec(args):
     return run_from_json(args.spec)
 
 
-def cmd_tokenizer(args) -> None:
+def cmd_tokenizer(args, run, tier) -> None:
     from . import runs
 
-    run, tier = _spec(args)
     runs.train_tokenizer(tier, run.asset, Path(args.corpus), Path(args.out))
 
 
-def cmd_pretrain(args) -> None:
+def cmd_pretrain(args, run, tier) -> None:
     from . import runs
 
-    run, tier = _spec(args)
     runs.pretrain(tier, run.asset, run.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads)
 
 
-def cmd_encode(args) -> None:
+def cmd_lm_model(args, run, tier) -> None:
     from . import runs
 
-    run, tier = _spec(args)
-    runs.encode(tier, run.instance, run.evaluator, run.form, args.data_root, args.resources, Path(args.out), args.threads)
-
-
-def cmd_score(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
-    runs.score(tier, run, args.data_root, Path(args.vectors) if args.vectors else None, Path(args.out))
-
-
-def cmd_finetune(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
-    runs.finetune(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
-
-
-def cmd_lm_model(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
     runs.lm_model(tier, run.instance, args.resources, Path(args.out), Path(args.corpus) if args.corpus else None)
-
-
-def cmd_lm_tasks(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
-    runs.lm_tasks(tier, [run.task], args.data_root, Path(args.out))
-
-
-def cmd_lm_train(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
-    runs.lm_train(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
-
-
-def cmd_lm_eval(args) -> None:
-    from . import runs
-
-    run, tier = _spec(args)
-    runs.lm_eval(tier, run, args.resources, args.results, Path(args.out), args.threads)
 
 
 def cmd_verdict(args) -> None:
@@ -180,8 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True)
 
     def run_cmd(name, fn, help_, *required, data=False, threads=True):
-        """A subcommand that executes one planned run: its --spec (JSON from the workflow) plus where things live."""
-        sp = add(name, fn, help_)
+        """A subcommand that executes one planned run: its --spec (JSON from the workflow) plus where things live.
+        `fn(args, run, tier)` gets the planned run and the tier as the run sees it (plan.run_from_json)."""
+        sp = add(name, lambda args: fn(args, *_spec(args)), help_)
         sp.add_argument("--spec", required=True, help="the planned run's spec (JSON), as the workflow writes it")
         for a in ("--out", *required):
             sp.add_argument(a, required=True)
@@ -193,22 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_cmd("tokenizer", cmd_tokenizer, "train the WordPiece tokenizer of a workflow-trained asset", "--corpus", threads=False)
     run_cmd("pretrain", cmd_pretrain, "MLM pre-training of a workflow-trained asset for one seed", "--corpus", "--tokenizer")
-    run_cmd("encode", cmd_encode, "one forward pass of a model over the STS sentences, keeping the layers poolings need",
-            "--resources", data=True)
-    sp = run_cmd("score", cmd_score, "score one (model, text form, pooling, post-processing) on every STS benchmark",
-                 data=True, threads=False)
-    sp.add_argument("--vectors", default=None)
-    run_cmd("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev",
-            "--resources", data=True)
     sp = run_cmd("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)",
                  "--resources", threads=False)
     sp.add_argument("--corpus", default=None)
-    run_cmd("lm-tasks", cmd_lm_tasks, "write one lm-eval multiple-choice task (YAML and docs) from the local GLUE dev file",
-            data=True, threads=False)
-    run_cmd("lm-train", cmd_lm_train, "train a causal LM with one method on one task's train split (prompt format of lm-eval)",
-            "--resources", data=True)
-    run_cmd("lm-eval", cmd_lm_eval, "score a causal LM (with its adapter, if trained) with lm-eval on one generated task",
-            "--resources", "--results")
+    for name in families.BUILT:
+        families.implementation(name, "commands").add_commands(run_cmd)
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)

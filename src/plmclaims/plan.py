@@ -1,7 +1,9 @@
 """Expand validated claims and a tier into the runs they need, and own where every run lives.
 
-The Snakefile asks this module which files to build and what each rule hands the CLI; the CLI and runs.py ask it
-where upstream runs live. Each run kind has one Layout: a folder template whose fields are Snakemake wildcards in
+The Snakefile asks this module which files to build and what each rule hands the CLI; the CLI and the runs ask it
+where upstream runs live. The core part of the plan lives here (run identity, the shared model runs, claims and
+measurements to runs); each family's planner (families/<family>/plan.py, reached through the registry) builds its
+own run kinds with `make_run`. Each run kind has one Layout: a folder template whose fields are Snakemake wildcards in
 the rule's output pattern and the run's values in its concrete path. Every folder ends in the run's key: a short
 hash of its spec, which holds everything that can change its result: the asset spec and revision, the data source,
 the method and its hyper-parameters, the budget, sampling, encode settings, the seed, and the keys of the runs it
@@ -17,51 +19,24 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from . import families
 from .claims import Claim, Measurement
-from .data.sts import SOURCE_OF_EVALUATOR  # evaluator -> the tier's data source it reads
 from .errors import UserError
-from .tiers import Instance, instances, random_twins
-
-IMPLEMENTED_METHODS = {"mean", "cls", "cls-before-pooler", "first-last", "static-last", "last2avg",
-                       "static-average", "bow-cosine", "tfidf-cosine"}
-IMPLEMENTED_POSTPROCESS = {"whitening"}
-ENCODER_KINDS = {"pretrain-mlm", "transformer"}
-FINETUNING_METHODS = {"full-finetuning", "lora", "adapter", "bitfit", "prefix-tuning", "prompt-tuning"}
-LM_METHODS = {"zero-shot", "prefix-tuning", "prompt-tuning", "lora", "full-finetuning"}  # lm/train.py METHODS + zero-shot
-TRAINING_FAMILIES = {"glue": "finetune", "lm-tasks": "lm"}  # claim family -> tier section and run kind
+from .families.family import Layout
+from .tiers import Instance
 
 
 # ---------------------------------------------------------------- where runs live
 
-@dataclass(frozen=True)
-class Layout:
-    """One run kind's place on disk. `folder` and `main` hold fields in braces: as they stand they are the Snakemake
-    wildcards of the rule's output; formatted with a run's values they are its concrete path. `base` names the
-    config folder (per tier) the kind lives under: 'results' or 'resources'."""
-
-    base: str
-    folder: str
-    main: str  # the file whose presence means the run is done
-
-    def pattern(self, root: str, file: str | None = None) -> str:
-        return f"{root}/{self.folder}/{file or self.main}"
-
-    def log(self, root: str, step: str = "") -> str:
-        return f"{root}/logs/{self.folder}{'-' + step if step else ''}.log"
-
-
-LAYOUTS = {
+# the kinds every family shares (models the workflow builds, verdicts); each family declares its own run kinds
+ASSET_LAYOUTS = {
     "corpus": Layout("resources", "corpus", "pretrain.txt"),
     "tokenizer": Layout("resources", "tokenizers/{asset}/{key}", "tokenizer.json"),
     "pretrain": Layout("resources", "models/{asset}.s{seed}/{key}", "metrics.json"),
     "lm_model": Layout("resources", "models/{instance}/{key}", "model.json"),  # the model itself: model/ beside it
-    "encode": Layout("results", "runs/encode/{evaluator}/{instance}/{form}/{key}", "vectors.npz"),
-    "score": Layout("results", "runs/score/{evaluator}/{instance}/{form}/{method}/{post}/{key}", "metrics.json"),
-    "finetune": Layout("results", "runs/finetune/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json"),
-    "lm_tasks": Layout("results", "runs/lm-tasks/{task}/{key}", "tasks.json"),
-    "lm": Layout("results", "runs/lm/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json"),  # + train.json, model/
     "verdict": Layout("results", "claims", "{slug}.json"),
 }
+LAYOUTS = {**ASSET_LAYOUTS, **families.layouts()}
 KEY_PATTERN = r"[0-9a-f]{10}"
 
 # Tier settings a run reads that change float rounding at most, never what is computed: they are handed to the run
@@ -72,7 +47,7 @@ NOT_HASHED = ("encode.batch_size", "lm.eval_batch_size", "name", "_path")
 ASSET_NOT_RESULT = ("seeds", "install", "note", "substitute_for")
 
 
-def _pick(tier: dict, *paths: str) -> dict:
+def pick(tier: dict, *paths: str) -> dict:
     """The sub-tree of `tier` holding the dotted `paths` that are present (absent ones stay absent)."""
     out: dict = {}
     for path in paths:
@@ -88,7 +63,7 @@ def _pick(tier: dict, *paths: str) -> dict:
     return out
 
 
-def _asset_view(tier: dict, instance: str) -> dict:
+def asset_view(tier: dict, instance: str) -> dict:
     """The asset settings a run of `instance` reads (a random-weights twin reads no training schedule)."""
     asset, _, suffix = instance.partition(".")
     drop = ASSET_NOT_RESULT + (("train",) if suffix.startswith("random-") else ())
@@ -96,11 +71,11 @@ def _asset_view(tier: dict, instance: str) -> dict:
     return {"assets": {asset: copy.deepcopy(spec)}}
 
 
-def _merge(*views: dict) -> dict:
+def merge(*views: dict) -> dict:
     out: dict = {}
     for v in views:
         for k, x in v.items():
-            out[k] = _merge(out[k], x) if isinstance(x, dict) and isinstance(out.get(k), dict) else x
+            out[k] = merge(out[k], x) if isinstance(x, dict) and isinstance(out.get(k), dict) else x
     return out
 
 
@@ -168,24 +143,13 @@ class Run:
                           sort_keys=True, separators=(",", ":"))
 
 
-class ScoreRun(Run):
-    """Cosine scores of one (instance, text form, pooling, post-processing) on every STS benchmark."""
-
-
-class TaskRun(Run):
-    """One trained (or zero-shot) model scored on one task's dev split: a GLUE fine-tuning run (kind 'finetune')
-    or a causal-LM run scored by lm-eval (kind 'lm'). metrics.json holds the scores, parameter counts and peak
-    memory; predictions.npz the dev predictions in the score-run layout."""
-
-
-CLASS_OF_KIND = {"score": ScoreRun, "finetune": TaskRun, "lm": TaskRun}
-
-
-def _run(kind: str, fields: dict, tier_view: dict, upstream: tuple = (), params: dict | None = None) -> Run:
+def make_run(kind: str, fields: dict, tier_view: dict, upstream: tuple = (), params: dict | None = None) -> Run:
+    """A run of `kind` (a key of LAYOUTS): its path fields, the tier settings it reads (pick/asset_view), the runs it
+    reads and its method parameters. Every run constructor, the families' too, goes through here."""
     spec = {"kind": kind, "fields": fields, "tier": tier_view, "upstream": {u.kind: u.key for u in upstream}}
     if params is not None:
         spec["params"] = params
-    return CLASS_OF_KIND.get(kind, Run)(spec, upstream)
+    return Run(spec, upstream)
 
 
 def run_from_json(text: str) -> tuple[Run, dict]:
@@ -197,7 +161,7 @@ def run_from_json(text: str) -> tuple[Run, dict]:
     if not isinstance(spec, dict) or spec.get("kind") not in LAYOUTS or not isinstance(spec.get("tier"), dict):
         raise UserError(f"--spec: not a run spec; it needs 'kind' (one of {', '.join(LAYOUTS)}), 'fields' and 'tier'")
     tier = spec["tier"]
-    run = CLASS_OF_KIND.get(spec["kind"], Run)({**spec, "tier": {k: v for k, v in tier.items() if k not in ("name", "_path")}})
+    run = Run({**spec, "tier": {k: v for k, v in tier.items() if k not in ("name", "_path")}})
     return run, {**tier, "name": tier.get("name", "?"), "_path": tier.get("_path", "?")}
 
 
@@ -205,13 +169,13 @@ def run_from_json(text: str) -> tuple[Run, dict]:
 
 def tokenizer_run(tier: dict, asset: str) -> Run:
     # the WordPiece vocabulary depends on its size and the sequence length only, not on the training schedule
-    view = _pick(tier, f"assets.{asset}.kind", f"assets.{asset}.model.vocab", f"assets.{asset}.model.max_length")
-    return _run("tokenizer", {"asset": asset}, view)
+    view = pick(tier, f"assets.{asset}.kind", f"assets.{asset}.model.vocab", f"assets.{asset}.model.max_length")
+    return make_run("tokenizer", {"asset": asset}, view)
 
 
 def pretrain_run(tier: dict, asset: str, seed: int) -> Run:
     tok = tokenizer_run(tier, asset)
-    return _run("pretrain", {"asset": asset, "seed": int(seed)}, _asset_view(tier, asset), (tok,))
+    return make_run("pretrain", {"asset": asset, "seed": int(seed)}, asset_view(tier, asset), (tok,))
 
 
 def lm_model_run(tier: dict, instance: str) -> Run | None:
@@ -220,7 +184,7 @@ def lm_model_run(tier: dict, instance: str) -> Run | None:
     spec = tier["assets"][asset]
     if spec["kind"] != "causal-lm" or spec.get("source") not in ("package", "workflow"):
         return None
-    return _run("lm_model", {"instance": instance}, _asset_view(tier, instance))
+    return make_run("lm_model", {"instance": instance}, asset_view(tier, instance))
 
 
 def model_run(tier: dict, instance: str) -> Run | None:
@@ -229,44 +193,6 @@ def model_run(tier: dict, instance: str) -> Run | None:
     if inst.kind == "pretrain-mlm":
         return tokenizer_run(tier, inst.asset) if inst.random else pretrain_run(tier, inst.asset, inst.seed)
     return lm_model_run(tier, instance)
-
-
-def encode_run(tier: dict, evaluator: str, instance: str, form: str) -> Run:
-    """One forward pass per (evaluator's data, instance, text form), shared by every pooling."""
-    view = _merge(_pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs", "encode"), _asset_view(tier, instance))
-    model = model_run(tier, instance)
-    return _run("encode", {"evaluator": evaluator, "instance": instance, "form": form}, view, (model,) if model else ())
-
-
-def needs_encode(run: Run, tier: dict) -> bool:
-    return tier["assets"][run.instance.partition(".")[0]]["kind"] != "lexical"
-
-
-def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str, post: str = "none") -> ScoreRun:
-    asset = instance.partition(".")[0]
-    view = _merge(_pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs"), _asset_view(tier, instance))
-    fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "post": post}
-    up = () if tier["assets"][asset]["kind"] == "lexical" else (encode_run(tier, evaluator, instance, form),)
-    return _run("score", fields, view, up)
-
-
-def lm_tasks_run(tier: dict, task: str) -> Run:
-    """The lm-eval task YAML and JSONL docs of one task, generated from the local GLUE dev file."""
-    return _run("lm_tasks", {"task": task}, _pick(tier, "data.glue", "lm.eval_limit"))
-
-
-def task_run(tier: dict, kind: str, instance: str, method: str, task: str, seed: int, params: dict) -> TaskRun:
-    """A fine-tuning run ('finetune') or a causal-LM run ('lm': PEFT training, then lm-eval) on one task."""
-    model = model_run(tier, instance)
-    up = (model,) if model else ()
-    if kind == "finetune":
-        view = _pick(tier, "data.glue", "finetune.budget")
-    elif method == "zero-shot":  # trains nothing: the training budget and data cannot change its result
-        view, up = _pick(tier, "lm.eval_limit", "lm.eval_batch_size"), up + (lm_tasks_run(tier, task),)
-    else:
-        view, up = _pick(tier, "data.glue", "lm.budget", "lm.eval_limit", "lm.eval_batch_size"), up + (lm_tasks_run(tier, task),)
-    fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
-    return _run(kind, fields, _merge(view, _asset_view(tier, instance)), up, params)
 
 
 def all_runs(runs) -> dict[str, Run]:
@@ -292,30 +218,15 @@ def lookup(index: dict[str, Run], key: str, path: str) -> Run:
 # ---------------------------------------------------------------- what a run reads
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
-    """The data files a run reads (inputs of its rule, verified before compute); [] for hub sources."""
-    from .data import verify
-
-    if run.kind in ("encode", "score"):
-        return verify.sts_files(tier, run.evaluator, run.form, data_root)
-    if run.kind == "finetune":
-        return verify.glue_files(tier, run.task, data_root)
-    if run.kind == "lm" and run.method != "zero-shot":
-        return verify.glue_files(tier, run.task, data_root, splits=("train",))
-    if run.kind == "lm_tasks":
-        return verify.glue_files(tier, run.task, data_root, splits=("dev",))
-    return []
+    """The data files a run reads (inputs of its rule, verified before compute); [] for hub sources and assets."""
+    fam = families.family_of_kind(run.kind)
+    return families.implementation(fam.name, "plan").data_files(run, tier, data_root) if fam else []
 
 
 def lm_model_dir(resources: str, tier: dict, instance: str) -> str | None:
     """Where a causal LM the workflow materialises lives (None for hub or local models)."""
     run = lm_model_run(tier, instance)
     return f"{run.dir(resources)}/model" if run else None
-
-
-def lm_tasks_dir(results: str, run: Run) -> str:
-    """The lm-eval task folder an lm run reads, at the key it was planned with (the run's own tier view lacks the
-    GLUE source that key covers, so it is read from the spec, not recomputed)."""
-    return f"{results}/{LAYOUTS['lm_tasks'].folder.format(task=run.task, key=run.spec['upstream']['lm_tasks'])}"
 
 
 def model_dir(resources: str, tier: dict, instance: str) -> str | None:
@@ -335,7 +246,7 @@ def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
     """Everything a verdict reads besides its runs: the claim as loaded and the tier's judging settings. A rule
     parameter, so editing one claim (or the bootstrap) reruns exactly the verdicts it changes."""
     roles = sorted({m.role for m in cplan.claim.measurements.values()} | {"lexical"})
-    view = _pick(tier, "bootstrap", "judges", "controls", "floors", *(f"roles.{r}" for r in roles))
+    view = pick(tier, "bootstrap", "judges", "controls", "floors", *(f"roles.{r}" for r in roles))
     blob = json.dumps({"claim": cplan.claim.data, "tier": view}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -346,148 +257,99 @@ def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
 class PlannedMeasurement:
     name: str
     measurement: Measurement
-    runs: list = field(default_factory=list)  # ScoreRun or TaskRun
-    controls: list[ScoreRun] = field(default_factory=list)  # random-weights twins of `runs`
+    runs: list = field(default_factory=list)  # the runs whose metrics.json the verdict reads
+    controls: list[Run] = field(default_factory=list)  # random-weights twins of `runs`
     status: str = "ok"
     reason: str = ""
     substitute: str = ""  # the paper asset this tier's asset stands in for
     role_note: str = ""
 
-
-def _method_key(m: Measurement, tier: dict) -> tuple[str, str | None]:
-    """The score-run method and post-processing key; None as post means 'not available at this tier'."""
-    if not m.postprocess:
-        return m.method, "none"
-    fit_on = m.postprocess.get("fit_on", "target")
-    corpus = tier.get("fit_corpora", {}).get(fit_on)
-    if corpus is None:
-        return m.method, None
-    if corpus["use"] != "target":
-        return m.method, "unsupported"
-    effective = "target"
-    k = f"-k{m.postprocess['k']}" if m.postprocess.get("k") else ""
-    return m.method, f"{m.postprocess['name']}-{effective}{k}"
-
-
-def _evaluator_and_form(claim: Claim) -> tuple[str, str]:
-    """The claim's evaluator and text form (MTEB reads raw text, SentEval its tokenised files, unless stated)."""
-    evaluator = claim.protocol.get("evaluator", "senteval")
-    return evaluator, claim.protocol.get("text_form", "raw" if evaluator == "mteb" else "tokenised")
+    def not_run(self, reason: str) -> "PlannedMeasurement":
+        self.status, self.reason = "not-run", reason
+        return self
 
 
 def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasurement:
+    """The runs of one measurement: the tier's asset for its role, handed to its family's planner."""
     pm = PlannedMeasurement(m.name, m)
     role = tier["roles"].get(m.role)
     if role is None:
-        pm.status, pm.reason = "not-run", f"tier {tier['name']} maps no asset to role '{m.role}'"
-        return pm
+        return pm.not_run(f"tier {tier['name']} maps no asset to role '{m.role}'")
     if "unavailable" in role:
-        pm.status, pm.reason = "not-run", f"role '{m.role}': {role['unavailable']}"
-        return pm
-    family = claim.protocol["family"]
-    if family in TRAINING_FAMILIES:
-        return _plan_training(claim, m, tier, pm, role)
-    if family != "sts":  # expressible in the schema (probing, compression, ...), but no rule chain runs it yet
-        pm.status, pm.reason = "not-run", f"the {family} family is not built yet (built: sts, {', '.join(TRAINING_FAMILIES)})"
-        return pm
-    if m.method not in IMPLEMENTED_METHODS:
-        pm.status, pm.reason = "not-run", f"method '{m.method}' is not implemented yet"
-        return pm
-    if m.postprocess and m.postprocess["name"] not in IMPLEMENTED_POSTPROCESS:
-        pm.status, pm.reason = "not-run", f"post-processing '{m.postprocess['name']}' is not implemented yet"
-        return pm
-    method, post = _method_key(m, tier)
-    if post is None:
-        pm.status, pm.reason = "not-run", f"tier {tier['name']} has no fit corpus '{m.postprocess.get('fit_on')}'"
-        return pm
-    if post == "unsupported":
-        pm.status, pm.reason = "not-run", f"fitting {m.postprocess['name']} on a hub corpus ('{m.postprocess.get('fit_on')}') is not implemented yet"
-        return pm
-    asset = role["asset"]
-    evaluator, form = _evaluator_and_form(claim)
-    pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
-    pm.runs = [score_run(tier, evaluator, inst.name, form, method, post) for inst in instances(tier, asset)]
-    if "random-weights" in claim.controls and m.role == "raw-encoder":
-        pm.controls = [score_run(tier, evaluator, inst.name, form, method, post) for inst in random_twins(tier, asset)]
+        return pm.not_run(f"role '{m.role}': {role['unavailable']}")
+    fam = families.family(claim.protocol["family"])
+    if not fam.built:  # expressible in the schema, but no rule chain runs it yet
+        return pm.not_run(f"the {fam.name} family is not built yet (built: {', '.join(families.BUILT)})")
+    if m.method not in fam.methods:
+        return pm.not_run(f"method '{m.method}' is not implemented yet")
+    pm = families.implementation(fam.name, "plan").plan_measurement(claim, m, tier, pm, role)
+    if pm.status == "ok":
+        pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
     return pm
 
 
-def method_params(tier: dict, kind: str, m: Measurement) -> dict:
+def method_params(tier: dict, section: str, m: Measurement) -> dict:
     """The tier's defaults for the method (learning rate for its budget, sizes), overridden by the claim's params."""
-    section = tier.get("finetune" if kind == "finetune" else "lm", {})
-    return {**section.get("methods", {}).get(m.method, {}), **m.params}
+    return {**tier.get(section, {}).get("methods", {}).get(m.method, {}), **m.params}
 
 
 def skipped_tasks(claim: Claim, tier: dict) -> dict[str, str]:
-    """The claim's tasks this tier does not run (`finetune.skip_tasks` / `lm.skip_tasks`: task -> reason, e.g.
+    """The claim's tasks this tier does not run (the family's tier section's `skip_tasks`: task -> reason, e.g.
     nothing beats chance at this budget). The verdict shows them as uninformative, never as measured."""
-    kind = TRAINING_FAMILIES.get(claim.protocol["family"])
-    skip = tier.get(kind, {}).get("skip_tasks", {}) if kind else {}
+    section = families.family(claim.protocol["family"]).tier_section
+    skip = tier.get(section, {}).get("skip_tasks", {}) if section else {}
     return {t: skip[t] for t in claim.protocol["benchmarks"] if t in skip}
 
 
-def _plan_training(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
-    """A measurement on GLUE (fine-tuned encoder) or on lm-eval tasks (causal LM): one run per task and seed."""
-    kind = TRAINING_FAMILIES[claim.protocol["family"]]
-    section = tier.get("finetune" if kind == "finetune" else "lm")
+def plan_task_runs(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict, run_of,
+                   asset_kinds: set[str]) -> PlannedMeasurement:
+    """A measurement of a trained family: one run per task and seed (`run_of(instance, task, seed, params)`), from
+    the first instance of the role's asset. A method that trains nothing (zero-shot) runs once per task."""
+    section_name = families.family(claim.protocol["family"]).tier_section
+    section = tier.get(section_name)
     if section is None:
-        pm.status, pm.reason = "not-run", f"tier {tier['name']} has no '{'finetune' if kind == 'finetune' else 'lm'}' budget"
-        return pm
-    allowed = LM_METHODS if kind == "lm" else FINETUNING_METHODS
-    if m.method not in allowed:
-        pm.status, pm.reason = "not-run", f"method '{m.method}' is not a {claim.protocol['family']} method; allowed: {', '.join(sorted(allowed))}"
-        return pm
+        return pm.not_run(f"tier {tier['name']} has no '{section_name}' budget")
     asset = role["asset"]
     spec = tier["assets"][asset]
-    wanted = {"causal-lm"} if kind == "lm" else ENCODER_KINDS
-    if spec["kind"] not in wanted:
-        pm.status, pm.reason = "not-run", f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which {kind} runs cannot use"
-        return pm
-    # a workflow-pretrained asset with several pre-training seeds is fine-tuned from its first: the spread
-    # reported is over fine-tuning seeds (training sample, data order, head and adapter initialisation)
+    if spec["kind"] not in asset_kinds:
+        return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which "
+                          f"{claim.protocol['family']} runs cannot use")
+    # a workflow-pretrained asset with several pre-training seeds is trained from its first: the spread reported
+    # is over training seeds (training sample, data order, head and adapter initialisation)
+    from .tiers import instances
+
     instance = instances(tier, asset)[0].name
-    pm.substitute, pm.role_note = role.get("substitute_for", ""), role.get("note", "")
     skipped = skipped_tasks(claim, tier)
     tasks = [t for t in claim.protocol["benchmarks"] if t not in skipped]
     if not tasks:
-        pm.status, pm.reason = "not-run", f"tier {tier['name']} skips every task of the claim: " + "; ".join(
-            f"{t}: {why}" for t, why in skipped.items())
-        return pm
+        return pm.not_run(f"tier {tier['name']} skips every task of the claim: " + "; ".join(
+            f"{t}: {why}" for t, why in skipped.items()))
     if m.method == "zero-shot":
-        pm.runs = [task_run(tier, kind, instance, "zero-shot", task, 0, {}) for task in tasks]
-        return pm
-    params = method_params(tier, kind, m)
-    pm.runs = [task_run(tier, kind, instance, m.method, task, seed, params) for task in tasks for seed in section["seeds"]]
+        pm.runs = [run_of(instance, task, 0, {}) for task in tasks]
+    else:
+        params = method_params(tier, section_name, m)
+        pm.runs = [run_of(instance, task, seed, params) for task in tasks for seed in section["seeds"]]
     return pm
-
-
-
-def lexical_controls(claim: Claim, tier: dict) -> dict[str, ScoreRun]:
-    """Bag-of-words and TF-IDF cosine on the claim's benchmarks and text form."""
-    role = tier["roles"].get("lexical", {})
-    if "asset" not in role:
-        return {}
-    evaluator, form = _evaluator_and_form(claim)
-    wanted = {"bow": "bow-cosine", "tfidf": "tfidf-cosine"}
-    # same evaluator as the claim: its benchmarks (e.g. MTEB's 9927-pair SICK-R) must be the same pairs
-    return {c: score_run(tier, evaluator, role["asset"], form, wanted[c]) for c in claim.controls if c in wanted}
 
 
 @dataclass
 class ClaimPlan:
     claim: Claim
     measurements: dict[str, PlannedMeasurement]
-    lexical: dict[str, ScoreRun]
+    lexical: dict[str, Run]  # control runs beside the claim's own (STS: bag-of-words and TF-IDF cosine)
 
     def score_runs(self) -> list:
-        """Every run whose metrics.json the verdict reads (score runs and task runs)."""
+        """Every run whose metrics.json the verdict reads."""
         runs = [r for pm in self.measurements.values() for r in pm.runs + pm.controls]
         return runs + list(self.lexical.values())
 
 
 def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
     ms = {name: plan_measurement(claim, m, tier) for name, m in claim.measurements.items()}
-    return ClaimPlan(claim, ms, lexical_controls(claim, tier))
+    fam = families.family(claim.protocol["family"])
+    impl = families.implementation(fam.name, "plan") if fam.built else None
+    controls = impl.controls(claim, tier) if hasattr(impl, "controls") else {}
+    return ClaimPlan(claim, ms, controls)
 
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
@@ -496,4 +358,3 @@ def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
     for c in claims:
         check_against_tier(c, tier)
     return [plan_claim(c, tier) for c in claims]
-

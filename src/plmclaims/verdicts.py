@@ -24,7 +24,7 @@ import numpy as np
 
 from . import stats
 from .errors import UserError
-from .plan import ClaimPlan, ScoreRun, skipped_tasks
+from .plan import ClaimPlan, skipped_tasks
 
 log = logging.getLogger("plmclaims")
 VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")

@@ -1,5 +1,5 @@
-# Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds. The three carry the
-# long pole's priority (common.smk, LONG_POLE), so pre-training starts as early as its inputs allow.
+# Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds, and the causal LMs it
+# materialises (a dequantised GGUF, the test tier's tiny LM). The micro-BERT's three carry the long pole's priority (common.smk, LONG_POLE), so pre-training starts as early as its inputs allow.
 
 
 rule corpus:
@@ -50,3 +50,20 @@ rule pretrain:
     shell:
         "{CLI} pretrain --spec {params.spec:q} --corpus {input.corpus:q} --tokenizer {params.tokenizer:q} "
         "--out {params.out:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule lm_model:
+    input:
+        lambda wc: [LAYOUT["corpus"].pattern(RES)] if TIER["assets"][wc.instance.partition(".")[0]].get("source") == "workflow" else [],
+    output:
+        LAYOUT["lm_model"].pattern(RES),
+    params:
+        spec=spec_of,
+        out=lambda wc, output: os.path.join(os.path.dirname(output[0]), "model"),
+        corpus=lambda wc, input: f"--corpus {shlex.quote(input[0])}" if input else "",
+    resources:
+        **rule_resources("lm_model"),
+    log:
+        LAYOUT["lm_model"].log(RES),
+    shell:
+        "{CLI} lm-model --spec {params.spec:q} --resources {RES_Q} --out {params.out:q} {params.corpus} > {log:q} 2>&1"

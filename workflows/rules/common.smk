@@ -5,7 +5,7 @@ import os
 import shlex
 import sys
 
-from plmclaims import hub
+from plmclaims import families, hub
 from plmclaims import plan as P
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
@@ -69,6 +69,7 @@ REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/f
 # does not reach a job's upstream jobs, so the whole chain carries it: otherwise dozens of cheap jobs run first.
 LONG_POLE = 10
 LAYOUT = P.LAYOUTS
+FAMILY_RULES = families.rules_files()
 
 wildcard_constraints:
     asset=r"[a-z0-9-]+",

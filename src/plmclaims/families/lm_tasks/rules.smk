@@ -1,23 +1,7 @@
 # The language-model variant (lm-tasks family): a causal LM, PEFT-trained per task, scored by lm-eval on
 # multiple-choice tasks generated from the local GLUE files. Nothing is fetched: lm-eval reads the generated
-# YAMLs and JSONL, and the model from resources/. lm_train and lm_eval share one run folder and key.
-
-
-rule lm_model:
-    input:
-        lambda wc: [LAYOUT["corpus"].pattern(RES)] if TIER["assets"][wc.instance.partition(".")[0]].get("source") == "workflow" else [],
-    output:
-        LAYOUT["lm_model"].pattern(RES),
-    params:
-        spec=spec_of,
-        out=lambda wc, output: os.path.join(os.path.dirname(output[0]), "model"),
-        corpus=lambda wc, input: f"--corpus {shlex.quote(input[0])}" if input else "",
-    resources:
-        **rule_resources("lm_model"),
-    log:
-        LAYOUT["lm_model"].log(RES),
-    shell:
-        "{CLI} lm-model --spec {params.spec:q} --resources {RES_Q} --out {params.out:q} {params.corpus} > {log:q} 2>&1"
+# YAMLs and JSONL, and the model from resources/ (rule lm_model, assets.smk). lm_train and lm_eval share one run
+# folder and key.
 
 
 rule lm_tasks:

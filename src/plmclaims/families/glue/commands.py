@@ -1,0 +1,15 @@
+"""The GLUE family's subcommand: `finetune`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def cmd_finetune(args, run, tier) -> None:
+    from .runs import finetune
+
+    finetune(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
+
+
+def add_commands(run_cmd) -> None:
+    run_cmd("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev",
+            "--resources", data=True)

@@ -1,0 +1,78 @@
+"""STS measurements to runs: one encode run per (evaluator's data, instance, text form), shared by every pooling,
+and one score run per (instance, form, pooling, post-processing); random-weights twins and lexical cosines beside."""
+from __future__ import annotations
+
+from ...claims import Claim, Measurement
+from ...data import verify
+from ...data.sts import SOURCE_OF_EVALUATOR  # evaluator -> the tier's data source it reads
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...tiers import instances, random_twins
+
+POSTPROCESS = {"whitening"}
+
+
+def encode_run(tier: dict, evaluator: str, instance: str, form: str) -> Run:
+    """One forward pass per (evaluator's data, instance, text form), shared by every pooling."""
+    view = merge(pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs", "encode"), asset_view(tier, instance))
+    model = model_run(tier, instance)
+    return make_run("encode", {"evaluator": evaluator, "instance": instance, "form": form}, view, (model,) if model else ())
+
+
+def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str, post: str = "none") -> Run:
+    """Cosine scores of one (instance, text form, pooling, post-processing) on every STS benchmark."""
+    asset = instance.partition(".")[0]
+    view = merge(pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs"), asset_view(tier, instance))
+    fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "post": post}
+    up = () if tier["assets"][asset]["kind"] == "lexical" else (encode_run(tier, evaluator, instance, form),)
+    return make_run("score", fields, view, up)
+
+
+def _post_key(m: Measurement, tier: dict) -> str | None:
+    """The score run's post-processing key; None: not available at this tier, 'unsupported': not built."""
+    if not m.postprocess:
+        return "none"
+    fit_on = m.postprocess.get("fit_on", "target")
+    corpus = tier.get("fit_corpora", {}).get(fit_on)
+    if corpus is None:
+        return None
+    if corpus["use"] != "target":
+        return "unsupported"
+    k = f"-k{m.postprocess['k']}" if m.postprocess.get("k") else ""
+    return f"{m.postprocess['name']}-target{k}"
+
+
+def evaluator_and_form(claim: Claim) -> tuple[str, str]:
+    """The claim's evaluator and text form (MTEB reads raw text, SentEval its tokenised files, unless stated)."""
+    evaluator = claim.protocol.get("evaluator", "senteval")
+    return evaluator, claim.protocol.get("text_form", "raw" if evaluator == "mteb" else "tokenised")
+
+
+def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    if m.postprocess and m.postprocess["name"] not in POSTPROCESS:
+        return pm.not_run(f"post-processing '{m.postprocess['name']}' is not implemented yet")
+    post = _post_key(m, tier)
+    if post is None:
+        return pm.not_run(f"tier {tier['name']} has no fit corpus '{m.postprocess.get('fit_on')}'")
+    if post == "unsupported":
+        return pm.not_run(f"fitting {m.postprocess['name']} on a hub corpus ('{m.postprocess.get('fit_on')}') is not implemented yet")
+    asset = role["asset"]
+    evaluator, form = evaluator_and_form(claim)
+    pm.runs = [score_run(tier, evaluator, inst.name, form, m.method, post) for inst in instances(tier, asset)]
+    if "random-weights" in claim.controls and m.role == "raw-encoder":
+        pm.controls = [score_run(tier, evaluator, inst.name, form, m.method, post) for inst in random_twins(tier, asset)]
+    return pm
+
+
+def controls(claim: Claim, tier: dict) -> dict[str, Run]:
+    """Bag-of-words and TF-IDF cosine on the claim's benchmarks and text form."""
+    role = tier["roles"].get("lexical", {})
+    if "asset" not in role:
+        return {}
+    evaluator, form = evaluator_and_form(claim)
+    wanted = {"bow": "bow-cosine", "tfidf": "tfidf-cosine"}
+    # same evaluator as the claim: its benchmarks (e.g. MTEB's 9927-pair SICK-R) must be the same pairs
+    return {c: score_run(tier, evaluator, role["asset"], form, wanted[c]) for c in claim.controls if c in wanted}
+
+
+def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    return verify.sts_files(tier, run.evaluator, run.form, data_root)

@@ -1,0 +1,148 @@
+"""The STS family's rule bodies: encode (one forward pass per data source, instance and text form, keeping the layers
+every pooling needs) and score (cosine per pair for one pooling and post-processing, on every benchmark)."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ... import encoders, plan, runs
+from ...data import seeded_subset, sts
+from ...errors import UserError
+from ...evaluation import senteval
+from ...methods import lexical, whitening
+from ...provenance import Run, atomic_save_npz, atomic_write_json
+from ...stats import degenerate as degenerate_reason, document_index
+from ...tiers import Instance
+
+log = logging.getLogger("plmclaims")
+
+
+def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None) -> list[sts.StsData]:
+    source = tier["data"][sts.SOURCE_OF_EVALUATOR[evaluator]]
+    out = []
+    for name in sts.BENCHMARKS:
+        data = sts.load(source, name, form, sts.split_for(evaluator, name), data_root)
+        out.append(_subsample(data, tier["data"].get("max_pairs")))
+    return out
+
+
+def _subsample(data: sts.StsData, max_pairs: int | None) -> sts.StsData:
+    """A seeded sample of pairs, for test budgets only (the full files were counted first)."""
+    keep = seeded_subset(len(data), max_pairs, 0)
+    if keep is None:
+        return data
+    pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
+    return sts.StsData(data.name, data.form, data.split, pick(data.sentence1), pick(data.sentence2), data.scores[keep],
+                       pick(data.subsets), data.files, data.form_note + f"; sampled {max_pairs} of {len(data)} pairs")
+
+
+def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str | None, resources: str, out: Path,
+           threads: int | None = None) -> None:
+    """One forward pass per benchmark, keeping every layer a pooling needs; writes vectors.npz."""
+    import torch
+
+    inst = Instance.parse(instance, tier)
+    enc = tier.get("encode", {})
+    if threads:
+        torch.set_num_threads(threads)
+    datasets = load_benchmarks(tier, evaluator, form, data_root)
+    config = {"instance": instance, "evaluator": evaluator, "form": form, "encode": enc, "tier": tier["name"],
+              "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance)}
+    arrays, sentences, stats = {}, {}, {}
+    with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
+        if inst.kind == "static-vectors":
+            table = encoders.load_static_vectors(tier["assets"][inst.asset])
+            for d in datasets:
+                sents = d.sentences()
+                arrays[f"{d.name}::static"], stats[d.name] = table.encode(sents)
+                sentences[d.name] = sents
+        else:
+            model, tok, path = runs.load_encoder(tier, inst, resources)
+            max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
+            for d in datasets:
+                sents = d.sentences()
+                log.info("encode %s %s: %d sentences", instance, d.name, len(sents))
+                vecs = encoders.encode_layers(model, tok, sents, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+                arrays.update({f"{d.name}::{k}": v for k, v in vecs.items()})
+                sentences[d.name] = sents
+                stats[d.name] = {"sentences": len(sents), "max_length": max_len}
+            run.values["model"] = path
+        for d in datasets:
+            run.data_files.update(d.files)
+        run.values["datasets"] = stats
+        atomic_write_json(out.with_name("sentences.json"), sentences)
+        atomic_save_npz(out, **arrays)
+
+
+def _vectors_for(npz, name: str) -> dict[str, np.ndarray]:
+    prefix = f"{name}::"
+    return {k[len(prefix):]: npz[k] for k in npz.files if k.startswith(prefix)}
+
+
+# ---------------------------------------------------------------- score
+
+def sentence_vectors(vecs: dict[str, np.ndarray], method: str) -> np.ndarray:
+    return vecs["static"] if method == "static-average" else encoders.pool(vecs, method)
+
+
+def _postprocess(x: np.ndarray, post: str) -> tuple[np.ndarray, dict]:
+    """Whitening fitted on the benchmark's own sentence vectors ('target'); the only fit the plan lets through."""
+    if post == "none":
+        return x, {}
+    name, _, rest = post.partition("-")
+    fit_on, _, k = rest.partition("-k")
+    if name != "whitening" or fit_on != "target":
+        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-target[-k<dim>]")
+    mu, w = whitening.fit(x, int(k) if k else None)
+    return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(x))}
+
+
+def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path | None, out: Path) -> None:
+    """Cosine per pair for one (instance, form, method, post) on every benchmark; writes metrics.json + predictions.npz."""
+    datasets = load_benchmarks(tier, run_spec.evaluator, run_spec.form, data_root)
+    config = {"run": run_spec.__dict__, "tier": tier["name"]}
+    preds, values = {}, {}
+    inst = Instance.parse(run_spec.instance, tier)
+    with Run(out, config, seed=inst.seed) as run:
+        npz = np.load(vectors) if vectors is not None else None
+        sentence_lists = json.loads(vectors.with_name("sentences.json").read_text()) if vectors is not None else {}
+        mteb_inputs = []
+        for d in datasets:
+            run.data_files.update(d.files)
+            if run_spec.method in ("bow-cosine", "tfidf-cosine"):
+                pred = lexical.cosine_scores(d.sentence1, d.sentence2, run_spec.method.split("-")[0])
+                extra = {}
+            else:
+                sents = sentence_lists[d.name]
+                x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
+                x, extra = _postprocess(x, run_spec.post)
+                pred = senteval.pair_predictions(d, x, sents)
+                mteb_inputs.append((d, x, sents))
+            preds[f"{d.name}::pred"] = pred
+            preds[f"{d.name}::gold"] = d.scores
+            preds[f"{d.name}::subsets"] = np.asarray(d.subsets)
+            preds[f"{d.name}::index"] = document_index(d.sentence1, d.sentence2)  # verdicts pair runs on it
+            values[d.name] = {**senteval.score(pred, d), **extra, "text_form_note": d.form_note}
+        if run_spec.evaluator == "mteb":
+            _add_mteb_scores(run_spec, mteb_inputs, values)
+        run.values = {"benchmarks": values}
+        degenerate = [f"{d.name}: {why}" for d in datasets if (why := degenerate_reason(preds[f"{d.name}::pred"]))]
+        if degenerate:  # constant or NaN similarities: verdicts keep them out of the bootstrap
+            run.values["degenerate"] = "; ".join(degenerate)
+        atomic_save_npz(out.with_name("predictions.npz"), **preds)
+
+
+def _add_mteb_scores(run_spec: plan.Run, inputs: list, values: dict) -> None:
+    """Score the same vectors through mteb.evaluate and record both numbers and their difference."""
+    from ...evaluation import mteb_sts
+
+    for d, x, sents in inputs:
+        index = {s: i for i, s in enumerate(sents)}
+        name = f"{run_spec.instance}-{run_spec.form}-{run_spec.method}-{run_spec.post}-{d.name}"
+        model = mteb_sts.VectorEncoder(name, lambda texts, x=x, index=index: x[[index[t] for t in texts]], x.shape[1])
+        res = mteb_sts.evaluate(model, [d])[d.name]
+        values[d.name]["mteb_main_score"] = res["main_score"]
+        values[d.name]["mteb_minus_own"] = res["main_score"] - values[d.name]["all"]

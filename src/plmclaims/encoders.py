@@ -115,6 +115,47 @@ def encode_layers(model, tokenizer, sentences: list[str], batch_size: int = 64, 
     return out
 
 
+def encode_words(model, tokenizer, sentences: list[list[str]], batch_size: int = 64, max_length: int = 128,
+                 device: str | None = None, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Word vectors of every hidden-state layer (0 = embeddings ... L) for pre-split sentences (UD words): each word's
+    vector is the mean of its sub-word token vectors, as probing studies align sub-words to words.
+
+    Returns (vectors (L + 1, n_words, d) float32, rows in sentence order over the kept sentences; kept (n_sentences,)
+    bool). A sentence is left out (kept False, no rows) when its sub-words with [CLS]/[SEP] exceed `max_length` or a
+    word has no sub-word at all: truncating it would leave words without a vector."""
+    import torch
+    from tqdm.auto import tqdm
+
+    device = device or best_device()
+    model.to(device)
+    max_length = min(max_length, getattr(model.config, "max_position_embeddings", max_length))
+    word_ids = [tokenizer(words, is_split_into_words=True, truncation=False).word_ids() for words in sentences]
+    kept = np.array([len(w) <= max_length and set(range(len(s))) <= {i for i in w if i is not None}
+                     for s, w in zip(sentences, word_ids)], dtype=bool)
+    idx_kept = np.flatnonzero(kept)
+    starts = np.zeros(len(sentences) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(s) if k else 0 for s, k in zip(sentences, kept)])
+    n_layers, d = model.config.num_hidden_layers + 1, model.config.hidden_size
+    out = np.zeros((n_layers, int(starts[-1]), d), np.float32)
+    order = idx_kept[np.argsort([-len(word_ids[i]) for i in idx_kept], kind="stable")]  # length-sorted batches pad less
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else torch.autocast("cpu", enabled=False)
+    with torch.inference_mode(), autocast:
+        for start in tqdm(range(0, len(order), batch_size), desc="encode words", unit="batch", disable=not progress, mininterval=5):
+            idx = order[start:start + batch_size]
+            batch = tokenizer([sentences[i] for i in idx], is_split_into_words=True, padding=True, return_tensors="pt")
+            inputs = {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = torch.stack(model(**inputs, output_hidden_states=True).hidden_states).float()  # (L+1, B, T, d)
+            for b, i in enumerate(idx):
+                wid = np.array([-1 if w is None else w for w in batch.word_ids(b)])
+                avg = np.zeros((len(sentences[i]), len(wid)), np.float32)  # word x token averaging matrix
+                tok = np.flatnonzero(wid >= 0)
+                avg[wid[tok], tok] = 1.0
+                avg /= avg.sum(1, keepdims=True)
+                vecs = torch.einsum("wt,ltd->lwd", torch.from_numpy(avg).to(device), hidden[:, b])
+                out[:, starts[i]:starts[i] + len(sentences[i])] = vecs.cpu().numpy()
+    return out, kept
+
+
 @dataclass
 class StaticVectors:
     """A word-vector table: GloVe from a package or a local folder, or a hub word-embedding model."""

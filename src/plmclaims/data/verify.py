@@ -6,7 +6,7 @@ plmclaims knows. A changed, truncated or unknown file stops the workflow with on
 differs and what to do; ``allow_unverified_data=true`` turns those lines into warnings (the report then marks the
 rows that read such data). A missing file is always an error: no run could read it.
 
-The file lists come from the loaders' own path functions (``sts.local_files``, ``glue.local_files``), so the files
+The file lists come from the loaders' own path functions (``sts.local_files``, ``glue.local_files``, ``ud.local_files``), so the files
 verified are exactly the files scored. Each file is hashed at most once per process (cached by path, size, mtime
 and ctime), since verification runs at every workflow start.
 """
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from ..errors import UserError
-from . import DEFAULT_DATA_ROOT, glue, sts
+from . import DEFAULT_DATA_ROOT, glue, sts, ud
 
 PINNED = Path(__file__).with_name("release-checksums.txt")
 SUMS_NAME = "SHA256SUMS"
@@ -52,6 +52,19 @@ def glue_files(tier: dict, task: str, data_root: str | None, splits: tuple[str, 
         return []
     root = glue.local_root(source, data_root)
     return [str(p) for split in splits for p in glue.local_files(root, task, split)]
+
+
+def ud_files(tier: dict, splits: tuple[str, ...], data_root: str | None) -> list[str]:
+    """The UD English EWT files of `splits` under the tier's local UD source (the probing family's runs)."""
+    source = tier["data"].get("ud")
+    if source is None:
+        raise UserError(f"{tier.get('_path', 'tier')}: field 'data.ud' missing; the probing family needs the UD English "
+                        "EWT source, e.g. ud: {source: local, path: \"{data_root}/ud\"}")
+    if source["source"] != "local":
+        raise UserError(f"{tier.get('_path', 'tier')}: field 'data.ud.source': got {source['source']!r}; allowed values: local "
+                        "(the UD English EWT release files under the data root)")
+    root = ud.local_root(source, data_root)
+    return [str(p) for split in splits for p in ud.local_files(root, split)]
 
 
 # ---------------------------------------------------------------- known checksums
@@ -184,6 +197,8 @@ def check_data_root(data_root: str | None, tier: dict | None = None) -> None:
                 folders[sts.local_root(source, data_root)] = STS_LAYOUT
             elif key == "glue":
                 folders[glue.local_root(source, data_root)] = ()
+            elif key == "ud":
+                folders[ud.local_root(source, data_root)] = ()
     for folder, layout in folders.items():
         lacks = [name for name in layout if not (folder / name).is_dir()] if folder.is_dir() else [folder.name]
         if lacks:

@@ -81,7 +81,7 @@ def test_unknown_selected_claim_is_reported(repo):
 
 
 def test_schema_expresses_catalog_families(tmp_path, repo):
-    """A PEFT ratio check, a probing trend and a pruning claim validate: the schema covers families not built yet."""
+    """A PEFT ratio check and an intrinsic layer trend validate: the schema covers families not built yet."""
     base = yaml.safe_load((repo / GOOD).read_text())
     peft = dict(base, id="peft/lora-matches-finetuning", seed_point="T11",
                 protocol={"family": "glue", "evaluator": "glue-dev", "benchmarks": ["RTE", "SST-2"], "split": "dev", "metric": "accuracy"},
@@ -90,10 +90,10 @@ def test_schema_expresses_catalog_families(tmp_path, repo):
                 checks=[{"type": "ratio", "a": "lora", "b": "ft", "ratio": 0.97, "scope": "semantic"},
                         {"type": "ratio", "a": "lora", "b": "ft", "ratio": 0.01, "quantity": "trained-params", "direction": "at-most"}],
                 controls=[])
-    probe = dict(base, id="probing/layers-surface-syntax-semantics", seed_point="P1",
-                 protocol={"family": "probing", "evaluator": "probe", "benchmarks": ["ud-ewt-pos"], "split": "test", "metric": "accuracy"},
-                 measurements={"pos": {"role": "raw-encoder", "method": "probe-linear", "params": {"layers": "all"}}},
-                 checks=[{"type": "trend", "measurement": "pos", "axis": "layer", "shape": "peaks-early"}], controls=["random-weights"])
+    probe = dict(base, id="intrinsic/anisotropy-rises", seed_point="T1",
+                 protocol={"family": "intrinsic", "evaluator": "intrinsic", "benchmarks": ["sts-sentences"], "split": "test", "metric": "cosine"},
+                 measurements={"aniso": {"role": "raw-encoder", "method": "anisotropy", "params": {"layers": "all"}}},
+                 checks=[{"type": "trend", "measurement": "aniso", "axis": "layer", "shape": "rises"}], controls=["random-weights"])
     for d in (peft, probe):
         fam, name = d["id"].split("/")
         path = tmp_path / fam / f"{name}.yaml"

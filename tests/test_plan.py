@@ -166,7 +166,7 @@ def test_layouts_give_both_the_rule_pattern_and_the_path(repo):
     plans = P.plan_all(load_claims(repo / "replications"), tier)
     runs = P.all_runs(r for p in plans for r in p.score_runs())
     assert {r.kind for r in runs.values()} == {"tokenizer", "pretrain", "lm_model", "encode", "score", "finetune",
-                                               "lm_tasks", "lm"}
+                                               "lm_tasks", "lm", "probe-encode", "probe"}
     for run in runs.values():
         pattern = run.layout().pattern("ROOT")
         regex = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(pattern))
@@ -215,19 +215,19 @@ def test_a_run_finds_its_upstream_runs_from_its_own_spec(repo):
 
 
 def test_a_family_without_a_rule_chain_is_not_run_with_the_reason(tmp_path):
-    """A probing claim using an STS pooling must not be planned as STS score runs (they would fail after compute)."""
+    """An intrinsic claim using an STS pooling must not be planned as STS score runs (they would fail after compute)."""
     import yaml
 
     from plmclaims.claims import load_claim
 
-    data = {"id": "probing/synthetic", "version": 1, "statement": "Layers go from surface to syntax to semantics.",
-            "seed_point": "T2", "source": {"paper": "Test", "table": "T1"},
-            "protocol": {"family": "probing", "benchmarks": ["UPOS"], "split": "test", "metric": "accuracy"},
+    data = {"id": "intrinsic/synthetic", "version": 1, "statement": "Upper layers are more anisotropic.",
+            "seed_point": "T1", "source": {"paper": "Test", "table": "T1"},
+            "protocol": {"family": "intrinsic", "benchmarks": ["STS12"], "split": "test", "metric": "cosine"},
             "measurements": {"probe": {"role": "raw-encoder", "method": "mean"}},
             "checks": [{"type": "trend", "measurement": "probe", "axis": "layer", "shape": "rises", "scope": "mechanics"}]}
-    path = tmp_path / "claims" / "probing" / "synthetic.yaml"
+    path = tmp_path / "claims" / "intrinsic" / "synthetic.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump(data))
     claim = load_claim(path, tmp_path / "claims")
     pm = P.plan_claim(claim, load_tier("micro")).measurements["probe"]
-    assert pm.status == "not-run" and pm.runs == [] and "probing family is not built yet" in pm.reason
+    assert pm.status == "not-run" and pm.runs == [] and "intrinsic family is not built yet" in pm.reason

@@ -1,0 +1,84 @@
+"""The probing family (issue 11: T2, P1): what one layer's word vectors hold, read by a probe fitted on a seeded
+sample of UD English EWT train and scored on dev (or test).
+
+Runs: one forward pass per (instance, scored split) keeps the word vectors (sub-word tokens averaged per UD word) of
+every layer for the sampled sentences; then one probe run per (instance, method, task, layer). `probe-linear` is a
+logistic regression on standardised features (a word's vector; a dependency arc's head and dependent vectors side by
+side; a sentence's mean word vector); `structural-probe` is Hewitt & Manning's rank-k distance probe on the `tree`
+benchmark. Both write per-item predictions in the score-run layout, judged as accuracy: for `tree` an item is a gold
+undirected edge (punctuation left out), gold its length in words, prediction the same length if the minimum spanning
+tree of the predicted distances has the edge and 0 if not, so accuracy is UUAS and the majority-class floor is the
+share of gold edges between adjacent words: exactly the UUAS of the chain that links each word to the next.
+
+A measurement picks its layer with `params: {layer: ...}`: an index (0 = the embeddings), or 'k/n', layer k of a
+paper's n-layer stack, scaled to the tier's model (round(k * L / n), and at least 1 when k > 0), so a claim about
+bert-base's layer 7 ('7/12') reads layer 2 of the 4-layer micro-BERT."""
+from __future__ import annotations
+
+import re
+
+from ...errors import UserError
+from ..family import Family, Layout
+
+LINEAR_TASKS = ("upos", "dependency", "length", "depth", "tense", "subject-number")  # data.ud.TASKS, '_' -> '-'
+STRUCTURAL_TASKS = ("tree",)
+METHOD_TASKS = {"probe-linear": LINEAR_TASKS, "structural-probe": STRUCTURAL_TASKS}
+ENCODER_KINDS = ("pretrain-mlm", "transformer")
+LAYER_WHAT = "a layer index (0: the embeddings) or 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12')"
+
+
+def _is_layer(v) -> bool:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v >= 0
+    m = re.fullmatch(r"(\d+)/(\d+)", v) if isinstance(v, str) else None
+    return bool(m) and 0 < int(m[2]) and int(m[1]) <= int(m[2])
+
+
+def depth(tier: dict, asset: str) -> int | None:
+    """Transformer layers of an asset: a workflow-trained model's config, else the tier's probing.layers entry."""
+    spec = tier["assets"][asset]
+    if spec["kind"] == "pretrain-mlm":
+        return int(spec["model"]["layers"])
+    return tier.get("probing", {}).get("layers", {}).get(asset)
+
+
+def resolve_layer(value, n_layers: int) -> int:
+    """The hidden-state index a measurement's `layer` names for a model of n_layers layers."""
+    if isinstance(value, int):
+        return value
+    k, n = map(int, value.split("/"))
+    return 0 if k == 0 else max(1, int(k * n_layers / n + 0.5))
+
+
+def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -> None:
+    """The method scores its own tasks only, and an absolute layer must exist in the tier's model."""
+    where = f"{claim.path}: field 'measurements.{m.name}"
+    wrong = [b for b in claim.protocol["benchmarks"] if b not in METHOD_TASKS[m.method]]
+    if wrong:
+        raise UserError(f"{where}.method': {m.method} does not score {', '.join(wrong)}; it scores "
+                        f"{', '.join(METHOD_TASKS[m.method])} (one claim per method)")
+    if "layer" not in m.params:
+        raise UserError(f"{where}.params': {m.method} needs 'layer': {LAYER_WHAT}")
+    layer = m.params["layer"]
+    n = depth(tier, asset) if spec["kind"] in ENCODER_KINDS else None
+    if isinstance(layer, int) and n is not None and layer > n:
+        raise UserError(f"{where}.params.layer': got {layer}; tier {tier['name']} maps role '{m.role}' to '{asset}', "
+                        f"which has layers 0-{n}: use 'k/n' to name a layer of a paper's stack")
+
+
+FAMILY = Family(
+    name="probing",
+    package="probing",
+    evaluators=("probe",),
+    metrics=("accuracy",),
+    methods=tuple(METHOD_TASKS),
+    benchmarks=LINEAR_TASKS + STRUCTURAL_TASKS,
+    method_params={"probe-linear": ("layer",), "structural-probe": ("layer",)},
+    param_types={"layer": (LAYER_WHAT, _is_layer)},
+    protocol={"split": ("dev", "test"), "similarity": None, "text_form": None},
+    layouts={
+        "probe-encode": Layout("results", "runs/probe-encode/{instance}/{split}/{key}", "words.npz"),
+        "probe": Layout("results", "runs/probe/{instance}/{method}/{task}/{split}/l{layer}/{key}", "metrics.json"),
+    },
+    check_tier=check_tier,
+)

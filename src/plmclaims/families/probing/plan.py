@@ -1,0 +1,53 @@
+"""Probing measurements to runs: one word-vector encode per (instance, scored split), shared by every task, layer and
+claim, and one probe run per (instance, method, task, layer); the random-weights twins beside the raw encoder."""
+from __future__ import annotations
+
+from ...claims import Claim, Measurement
+from ...data import verify
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...tiers import instances, random_twins
+from . import ENCODER_KINDS, depth, resolve_layer
+
+# the tier settings each run kind reads (and is keyed by): the sample, and each method's probe settings
+SAMPLE = ("probing.train_sentences", "probing.eval_sentences", "probing.max_words", "probing.seed")
+SETTINGS = {"probe-linear": "probing.linear", "structural-probe": "probing.structural"}
+
+
+def encode_run(tier: dict, instance: str, split: str) -> Run:
+    """Word vectors of every layer for the seeded UD sample (train and the scored split) of one instance."""
+    view = merge(pick(tier, "data.ud", *SAMPLE, "encode"), asset_view(tier, instance))
+    model = model_run(tier, instance)
+    return make_run("probe-encode", {"instance": instance, "split": split}, view, (model,) if model else ())
+
+
+def probe_run(tier: dict, instance: str, method: str, task: str, split: str, layer: int) -> Run:
+    """One probe fitted on one layer's train vectors and scored on the split: metrics.json + predictions.npz."""
+    view = merge(pick(tier, "data.ud", "probing.seed", SETTINGS[method]), asset_view(tier, instance))
+    fields = {"instance": instance, "method": method, "task": task, "split": split, "layer": int(layer)}
+    return make_run("probe", fields, view, (encode_run(tier, instance, split),))
+
+
+def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    asset = role["asset"]
+    spec = tier["assets"][asset]
+    if spec["kind"] not in ENCODER_KINDS:
+        return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which has no layers to probe")
+    if "probing" not in tier or "ud" not in tier.get("data", {}):
+        return pm.not_run(f"tier {tier['name']} has no 'probing' section or no 'data.ud' source")
+    n = depth(tier, asset)
+    if n is None:
+        return pm.not_run(f"tier {tier['name']} does not state how many layers '{asset}' has (probing.layers.{asset})")
+    layer = resolve_layer(m.params["layer"], n)
+    split = claim.protocol["split"]
+
+    def runs(insts) -> list[Run]:
+        return [probe_run(tier, i.name, m.method, task, split, layer) for task in claim.protocol["benchmarks"] for i in insts]
+
+    pm.runs = runs(instances(tier, asset))
+    if "random-weights" in claim.controls and m.role == "raw-encoder":
+        pm.controls = runs(random_twins(tier, asset))
+    return pm
+
+
+def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    return verify.ud_files(tier, ("train", run.split), data_root)

@@ -1,0 +1,178 @@
+"""The probing family (issue 11: P1, T2): layer names scaled to the tier's model, runs per layer sharing one encode,
+keys that follow the probe settings, real runs on a small model whose predictions the verdict engine reads, and the
+verdict of a synthetic claim whose truth we control."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from plmclaims import plan as P
+from plmclaims.claims import check_against_tier, load_claim
+from plmclaims.errors import UserError
+from plmclaims.families.probing import resolve_layer
+from plmclaims.provenance import atomic_save_npz, atomic_write_json
+from plmclaims.tiers import load_tier, with_overrides
+from plmclaims.verdicts import decide_claim
+
+P1 = "probing/structural-probe-middle-layers"
+T2 = "probing/pos-below-dependencies"
+
+
+def _claim(repo, cid):
+    return load_claim(repo / "replications" / f"{cid}.yaml", repo / "replications")
+
+
+def test_paper_layers_scale_to_the_tiers_model():
+    assert [resolve_layer(v, 12) for v in (0, 7, "0/12", "3/12", "7/12", "12/12")] == [0, 7, 0, 3, 7, 12]
+    assert [resolve_layer(v, 4) for v in ("3/12", "6/12", "7/12", "12/12")] == [1, 2, 2, 4]
+    assert resolve_layer("1/12", 2) == 1  # a layer above the embeddings never maps onto them
+
+
+def test_runs_per_layer_share_one_encode_and_follow_the_settings(repo, data_root):
+    tier = load_tier("micro")
+    cplan = P.plan_claim(_claim(repo, P1), tier)
+    ms = cplan.measurements
+    assert {r.layer for r in ms["layer0"].runs} == {0} and {r.layer for r in ms["middle"].runs} == {2}
+    assert {r.layer for r in ms["top"].runs} == {4}
+    assert {r.instance for r in ms["middle"].runs} == {"micro-bert.s1", "micro-bert.s2"}
+    assert {r.instance for r in ms["middle"].controls} == {"micro-bert.random-s1", "micro-bert.random-s2"}
+    assert all(r.kind == "probe" and r.task == "tree" and r.split == "dev" for r in ms["middle"].runs)
+    a, b = ms["layer0"].runs[0], ms["middle"].runs[0]
+    assert a.key != b.key and a.upstream == b.upstream and a.upstream[0].kind == "probe-encode"
+    assert a.upstream[0].upstream[0].kind == "pretrain"  # the encode reads the pre-trained model
+    # a structural setting moves the structural runs only; the sample moves every run, through the shared encode
+    t2 = P.plan_claim(_claim(repo, T2), tier).measurements["middle"].runs[0]
+    rank = P.plan_claim(_claim(repo, P1), with_overrides(tier, {"probing.structural.rank": 32})).measurements["middle"].runs[0]
+    assert rank.key != b.key and rank.upstream == b.upstream
+    assert P.plan_claim(_claim(repo, T2), with_overrides(tier, {"probing.structural.rank": 32})).measurements["middle"].runs[0] == t2
+    sample = P.plan_claim(_claim(repo, P1), with_overrides(tier, {"probing.train_sentences": 900})).measurements["middle"].runs[0]
+    assert sample.key != b.key and sample.upstream != b.upstream
+    files = P.data_files(b, tier, str(data_root))
+    assert [Path(f).name for f in files] == ["en_ewt-ud-train.conllu", "en_ewt-ud-dev.conllu"]
+    assert P.data_files(b.upstream[0], tier, str(data_root)) == files
+
+
+def test_paper_tier_plans_bert_base_layer_7(repo):
+    tier = load_tier("paper")
+    ms = P.plan_claim(_claim(repo, P1), tier).measurements
+    assert {(r.instance, r.layer) for r in ms["middle"].runs} == {("bert-base-uncased", 7)}
+    assert len(ms["middle"].controls) == len(tier["controls"]["random_weights_seeds"])
+    no_depth = with_overrides(tier, {"probing.layers": {}})
+    pm = P.plan_claim(_claim(repo, P1), no_depth).measurements["middle"]
+    assert pm.status == "not-run" and "probing.layers.bert-base-uncased" in pm.reason
+
+
+def _write_claim(tmp_path, repo, cid, edit) -> Path:
+    data = yaml.safe_load((repo / "replications" / f"{cid}.yaml").read_text())
+    edit(data)
+    path = tmp_path / "claims" / f"{cid}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["measurements"]["middle"]["params"].update(layer=9), "has layers 0-4"),
+    (lambda d: (d["protocol"].update(benchmarks=["upos"]), d["checks"][0].update(target="upos")),
+     "structural-probe does not score upos"),
+    (lambda d: d["measurements"]["middle"].pop("params"), "needs 'layer'"),
+])
+def test_what_the_tier_cannot_run_is_refused_in_one_line(tmp_path, repo, edit, words):
+    claim = load_claim(_write_claim(tmp_path, repo, P1, edit), tmp_path / "claims")
+    with pytest.raises(UserError, match=words):
+        check_against_tier(claim, load_tier("micro"))
+
+
+def test_a_malformed_layer_is_refused_when_the_claim_loads(tmp_path, repo):
+    path = _write_claim(tmp_path, repo, P1, lambda d: d["measurements"]["middle"]["params"].update(layer="13/12"))
+    with pytest.raises(UserError, match=r"params.layer': got '13/12'.*'k/n'"):
+        load_claim(path, tmp_path / "claims")
+
+
+# ---------------------------------------------------------------- real runs, read by the verdict engine
+
+def _execute(run, tier, data_root, roots):
+    from plmclaims.families.probing import runs
+
+    out = Path(run.path(roots["results"]))
+    if out.exists():
+        return
+    view = run.tier(tier["name"], tier["_path"])  # the tier as the run sees it
+    if run.kind == "probe-encode":
+        runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out)
+    else:
+        _execute(run.upstream[0], tier, data_root, roots)
+        runs.probe(view, run, str(data_root), Path(run.upstream[0].path(roots["results"])), out)
+
+
+def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_root):
+    """P1 and T2 on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies themselves."""
+    tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},
+                                              "probing.layers": {"all-minilm-l6-v2": 6}})
+    roots = {"results": str(tmp_path / "results"), "resources": str(tmp_path / "resources")}
+    for cid in (P1, T2):
+        cplan = P.plan_claim(_claim(repo, cid), tier)
+        for run in cplan.score_runs():
+            _execute(run, tier, data_root, roots)
+        verdict = decide_claim(cplan, tier, roots["results"])
+        assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
+        for name, pm in cplan.measurements.items():
+            for run in pm.runs:
+                metrics = json.loads(Path(run.path(roots["results"])).read_text())
+                values = metrics["values"]["benchmarks"][run.task]
+                npz = np.load(Path(run.path(roots["results"])).with_name("predictions.npz"))
+                assert np.mean(npz[f"{run.task}::pred"] == npz[f"{run.task}::gold"]) == pytest.approx(values["accuracy"])
+                assert verdict["measurements"][name]["per_benchmark"][run.task]["measured"] == pytest.approx(100 * values["accuracy"])
+                assert metrics["provenance"]["data_sha256"]
+                if run.task == "tree":  # per-edge accuracy is UUAS; DSpr. is shown beside it
+                    assert values["accuracy"] == pytest.approx(values["uuas"]) and -1 <= values["distance_spearman"] <= 1
+                    floor = verdict["measurements"][name]["floors"]["chance"]["tree"]
+                    assert floor == pytest.approx(100 * values["adjacent_chain_uuas"])
+        assert verdict["checks"][-1]["outcome"] == "not-run"  # the layer trend needs the trend engine
+    enc = json.loads(Path(cplan.measurements["middle"].runs[0].upstream[0].path(roots["results"])).with_name("metrics.json").read_text())
+    assert enc["values"]["layers"] == 7 and enc["values"]["parts"]["train"]["sentences"] > 30
+
+
+# ---------------------------------------------------------------- a synthetic claim
+
+def test_synthetic_t2_verdict(tmp_path, repo):
+    """Accuracies set per (layer, task, random or trained): dependencies grow to the middle, POS is done by the low
+    layer; the random-weights twin sits at 30%."""
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    cplan = P.plan_claim(_claim(repo, T2), tier)
+    rng = np.random.default_rng(0)
+    n = 600
+    gold = {t: rng.integers(0, 6, n) for t in ("upos", "dependency")}
+    acc = {("upos", 0): 0.6, ("upos", 1): 0.8, ("upos", 2): 0.8, ("dependency", 0): 0.5, ("dependency", 1): 0.65,
+           ("dependency", 2): 0.8}
+    order = rng.permutation(n)
+    for pm in cplan.measurements.values():
+        for run in pm.runs + pm.controls:
+            a = 0.3 if "random" in run.instance else acc[(run.task, run.layer)]
+            pred = gold[run.task].copy()
+            wrong = order[int(a * n):]  # nested: a higher accuracy is right wherever a lower one is
+            pred[wrong] = (pred[wrong] + 1) % 6
+            out = Path(run.path(str(tmp_path)))
+            atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold[run.task],
+                                                                  f"{run.task}::subsets": np.full(n, "ewt-dev"),
+                                                                  f"{run.task}::index": np.arange(n)})
+            atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": a}}}})
+    verdict = decide_claim(cplan, tier, str(tmp_path))
+    outcomes = [c["outcome"] for c in verdict["checks"]]
+    assert outcomes == ["holds", "holds", "holds", "not-run"], verdict["checks"]
+    assert verdict["verdict"] == "reproduced"
+    floors = verdict["measurements"]["middle"]["floors"]
+    assert floors["random-weights"]["dependency"] == pytest.approx(30.0)
+    # the same numbers with dependencies flat past the low layer contradict the second check
+    for run in cplan.measurements["middle"].runs:
+        if run.task == "dependency":
+            src = next(r for r in cplan.measurements["low"].runs if r.task == "dependency" and r.instance == run.instance)
+            for f in ("metrics.json", "predictions.npz"):
+                Path(run.path(str(tmp_path))).with_name(f).write_bytes(Path(src.path(str(tmp_path))).with_name(f).read_bytes())
+    contradicted = decide_claim(cplan, tier, str(tmp_path))
+    assert contradicted["checks"][1]["outcome"] in ("contradicted", "inconclusive")
+    assert contradicted["verdict"] != "reproduced"

@@ -164,6 +164,14 @@ def test_the_registry_fills_the_schema_and_every_built_family_is_whole():
         stats.metric_function("bleu")
 
 
+def test_loading_claims_imports_no_heavy_library():
+    """Every family's declaration is read when claims load, so declarations must not pull in torch, scipy or sklearn
+    (validation and dry runs stay fast; one lazy import in lm/train.py keeps it so)."""
+    code = "import sys, plmclaims.claims; print(sorted(m for m in ('torch', 'scipy', 'sklearn', 'peft') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_a_family_name_outside_the_registry_is_refused_with_the_registered_ones(tmp_path):
     from plmclaims import families
     from plmclaims.claims import load_claim

@@ -134,7 +134,8 @@ def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) 
     for name, m in measurements.items():
         where = f"measurements.{name}"
         if m.method not in fam.all_methods:
-            other = [f.name for f in FAMILIES.values() if m.method in f.all_methods]
+            other = [f.name for f in FAMILIES.values() if m.method in f.methods] or [
+                f.name for f in FAMILIES.values() if m.method in f.all_methods]
             what = f", a {'/'.join(other)} method" if other else ""
             raise UserError(f"{path}: field '{where}.method': got {short(m.method)}{what}; allowed {fam.name} methods: {', '.join(fam.methods)}")
         if m.postprocess and m.method not in fam.postprocess_methods:
@@ -152,7 +153,7 @@ def _check_params(path: Path, fam, m: Measurement) -> None:
         if key not in names:
             allowed = f"allowed: {', '.join(names)}" if names else "it takes none"
             raise UserError(f"{path}: field '{where}': method {m.method!r} ({fam.name}) does not read {short(key)}; {allowed}")
-        what, ok = PARAM_TYPES[key]
+        what, ok = fam.param_types.get(key) or PARAM_TYPES[key]
         if not ok(value):
             hint = " (YAML 1.1 reads 1e-3 as text: write 1.0e-3)" if isinstance(value, str) and _is_number(value) else ""
             raise UserError(f"{path}: field '{where}': got {short(value)}{hint}; must be {what}")
@@ -178,8 +179,8 @@ def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) 
                             "first) or 'measurement' (axis layer or step)")
         if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
             raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
-        if check.get("quantity") == "trained-params" and not FAMILIES[proto["family"]].tier_section:
-            trained = ", ".join(f.name for f in FAMILIES.values() if f.tier_section)
+        if check.get("quantity") == "trained-params" and not FAMILIES[proto["family"]].trains:
+            trained = ", ".join(f.name for f in FAMILIES.values() if f.trains)
             raise UserError(f"{path}: field 'checks.{i}.quantity': trained-params ratios need trained runs "
                             f"(families {trained}), not {proto['family']}; remove it")
         for t in _targets(check):

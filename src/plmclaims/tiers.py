@@ -5,10 +5,20 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import families
 from .errors import UserError
 from .schema import read_yaml, validate
 
 TIERS_DIR = Path(__file__).resolve().parents[2] / "workflows" / "tiers"
+RULES_DIR = TIERS_DIR.parent / "rules"
+
+
+def rule_names() -> list[str]:
+    """Every rule a tier's `resources` may name: the shared rules (workflows/rules) and each built family's."""
+    import re
+
+    shared = [m for f in sorted(RULES_DIR.glob("*.smk")) for m in re.findall(r"^rule (\w+):", f.read_text(), re.M)]
+    return shared + families.rule_names()
 
 
 def tier_path(name_or_path: str) -> Path:
@@ -25,7 +35,7 @@ def tier_path(name_or_path: str) -> Path:
 def load_tier(name_or_path: str) -> dict:
     path = tier_path(name_or_path)
     tier = read_yaml(path)
-    validate(tier, "tier", path)
+    validate(tier, "tier", path, {("properties", "resources", "propertyNames", "enum"): ["default", *rule_names()]})
     for role, spec in tier["roles"].items():
         if "asset" in spec and spec["asset"] not in tier["assets"]:
             raise UserError(f"{path}: field 'roles.{role}.asset': got {spec['asset']!r}; allowed values: {', '.join(tier['assets'])}")

@@ -20,7 +20,7 @@ from pathlib import Path
 from .family import Family, Layout
 from .unbuilt import FAMILIES as UNBUILT
 
-PACKAGES = ("sts", "glue", "lm_tasks")  # built families, in the order their rules are included
+PACKAGES = ("sts", "glue", "lm_tasks", "compression", "probing")  # built families, in the order their rules are included
 
 
 def _registry() -> dict[str, Family]:
@@ -64,6 +64,13 @@ def family_of_kind(kind: str) -> Family | None:
 def rules_files() -> list[str]:
     """The Snakemake rule files of the built families, for the Snakefile to include."""
     return [str(Path(__file__).parent / fam.package / "rules.smk") for fam in BUILT.values()]
+
+
+def rule_names() -> list[str]:
+    """The Snakemake rules of the built families (the `rule <name>:` lines of their rules.smk)."""
+    import re
+
+    return [m for f in rules_files() for m in re.findall(r"^rule (\w+):", Path(f).read_text(), re.M)]
 
 
 def union(attr: str) -> list[str]:

@@ -48,11 +48,13 @@ class Family:
     benchmarks: tuple[str, ...] | None = None  # None: not checked (a family not built yet)
     benchmark_metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per-benchmark metrics, where narrower
     method_params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # method -> parameters its runs read
+    param_types: dict[str, tuple] = field(default_factory=dict)  # its own parameters: name -> (what it must be, test)
     protocol: dict[str, tuple[str, ...] | None] = field(default_factory=dict)  # field -> allowed; None: not read
     controls: bool = True  # whether claims may ask for the random-weights and lexical controls
     postprocess_methods: tuple[str, ...] = ()  # methods whose vectors take post-processing (whitening)
     layouts: dict[str, Layout] = field(default_factory=dict)  # run kind -> its place on disk
     tier_section: str | None = None  # the tier section with its budget, seeds, method defaults and skip_tasks
+    trains: bool = False  # its runs train parameters (so trained-parameter ratios mean something)
     check_tier: Callable | None = None  # (claim, measurement, asset, spec, arch, tier): raise UserError if it cannot run
 
     @property

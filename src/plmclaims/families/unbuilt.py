@@ -5,11 +5,9 @@ from __future__ import annotations
 from .family import Family
 
 FAMILIES = (
-    Family(name="probing", package=None, evaluators=("probe",), metrics=("accuracy", "uuas", "dspr"),
-           methods=(), planned_methods=("probe-linear", "structural-probe")),
     Family(name="intrinsic", package=None, evaluators=("intrinsic",), metrics=("cosine",),
            methods=(), planned_methods=("self-similarity", "anisotropy")),
-    Family(name="pruning", package=None, evaluators=("senteval", "mteb", "glue-dev", "lm-eval"),
-           metrics=("spearman", "pearson", "accuracy", "f1", "matthews", "perplexity", "bleu"),
-           methods=(), planned_methods=("head-pruning", "magnitude-pruning", "distillation", "quantisation")),
+    # table-to-text generation (prefix-tuning's E2E and DART BLEU, CATALOG T12) and language-model perplexity
+    Family(name="generation", package=None, evaluators=("lm-eval",), metrics=("bleu", "perplexity"),
+           methods=(), planned_methods=("full-finetuning", "prefix-tuning", "lora")),
 )

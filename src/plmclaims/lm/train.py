@@ -28,7 +28,6 @@ from .. import methods
 from ..data.glue import GlueData
 from ..errors import UserError
 from ..provenance import atomic_dir
-from ..training import peak_memory_mb, sample, train_epochs
 from .tasks import training_examples
 
 METHODS = ("prefix-tuning", "prompt-tuning", "lora", "full-finetuning")
@@ -95,6 +94,8 @@ def train(model_path: str, method: str, params: dict, train: GlueData, budget: d
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
+
+    from ..training import peak_memory_mb, sample, train_epochs  # here, so importing METHODS stays light (no scipy)
 
     if method not in METHODS:
         raise UserError(f"lm training method {method!r} unknown; allowed values: {', '.join(METHODS)}")

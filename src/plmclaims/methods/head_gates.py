@@ -65,7 +65,7 @@ def gate_heads(model, gates: torch.Tensor) -> HeadGates:
     for layer, block in enumerate(blocks):
         def hook(module, args, layer=layer, heads=expected[1]):
             x = args[0]
-            g = gates[layer].to(x.dtype)
+            g = gates[layer].to(device=x.device, dtype=x.dtype)
             return (x.unflatten(-1, (heads, -1)) * g[:, None]).flatten(-2), *args[1:]
 
         handles.append(block.output.dense.register_forward_pre_hook(hook))

@@ -32,6 +32,7 @@ FAMILY = Family(
     protocol={"split": ("dev",), "similarity": None, "text_form": None},
     controls=False,
     layouts={"finetune": Layout("results", "runs/finetune/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json")},
+    trains=True,
     tier_section="finetune",
     check_tier=check_tier,
 )

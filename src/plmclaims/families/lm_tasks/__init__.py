@@ -22,5 +22,6 @@ FAMILY = Family(
         "lm_tasks": Layout("results", "runs/lm-tasks/{task}/{key}", "tasks.json"),
         "lm": Layout("results", "runs/lm/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json"),  # + train.json, model/
     },
+    trains=True,
     tier_section="lm",
 )

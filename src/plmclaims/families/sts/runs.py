@@ -104,35 +104,43 @@ def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path |
     """Cosine per pair for one (instance, form, method, post) on every benchmark; writes metrics.json + predictions.npz."""
     datasets = load_benchmarks(tier, run_spec.evaluator, run_spec.form, data_root)
     config = {"run": run_spec.__dict__, "tier": tier["name"]}
-    preds, values = {}, {}
     inst = Instance.parse(run_spec.instance, tier)
     with Run(out, config, seed=inst.seed) as run:
         npz = np.load(vectors) if vectors is not None else None
         sentence_lists = json.loads(vectors.with_name("sentences.json").read_text()) if vectors is not None else {}
-        mteb_inputs = []
+        mteb_inputs, preds, extras = [], {}, {}
         for d in datasets:
-            run.data_files.update(d.files)
             if run_spec.method in ("bow-cosine", "tfidf-cosine"):
-                pred = lexical.cosine_scores(d.sentence1, d.sentence2, run_spec.method.split("-")[0])
-                extra = {}
-            else:
-                sents = sentence_lists[d.name]
-                x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
-                x, extra = _postprocess(x, run_spec.post)
-                pred = senteval.pair_predictions(d, x, sents)
-                mteb_inputs.append((d, x, sents))
-            preds[f"{d.name}::pred"] = pred
-            preds[f"{d.name}::gold"] = d.scores
-            preds[f"{d.name}::subsets"] = np.asarray(d.subsets)
-            preds[f"{d.name}::index"] = document_index(d.sentence1, d.sentence2)  # verdicts pair runs on it
-            values[d.name] = {**senteval.score(pred, d), **extra, "text_form_note": d.form_note}
+                preds[d.name] = lexical.cosine_scores(d.sentence1, d.sentence2, run_spec.method.split("-")[0])
+                continue
+            sents = sentence_lists[d.name]
+            x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
+            x, extras[d.name] = _postprocess(x, run_spec.post)
+            preds[d.name] = senteval.pair_predictions(d, x, sents)
+            mteb_inputs.append((d, x, sents))
+        values = record_scores(run, datasets, preds, out, extras)
         if run_spec.evaluator == "mteb":
             _add_mteb_scores(run_spec, mteb_inputs, values)
-        run.values = {"benchmarks": values}
-        degenerate = [f"{d.name}: {why}" for d in datasets if (why := degenerate_reason(preds[f"{d.name}::pred"]))]
-        if degenerate:  # constant or NaN similarities: verdicts keep them out of the bootstrap
-            run.values["degenerate"] = "; ".join(degenerate)
-        atomic_save_npz(out.with_name("predictions.npz"), **preds)
+
+
+def record_scores(run: Run, datasets: list[sts.StsData], preds: dict[str, np.ndarray], out: Path,
+                  extras: dict[str, dict] | None = None) -> dict:
+    """Write one pair-scoring run's results as verdicts read them: metrics.json values per benchmark (via `run`) and
+    predictions.npz with each benchmark's predictions, gold scores, subsets and document index (runs are paired
+    on it). A constant or NaN similarity marks the run degenerate, so verdicts keep it out of the bootstrap."""
+    arrays, values = {}, {}
+    for d in datasets:
+        run.data_files.update(d.files)
+        pred = preds[d.name]
+        arrays.update({f"{d.name}::pred": pred, f"{d.name}::gold": d.scores, f"{d.name}::subsets": np.asarray(d.subsets),
+                       f"{d.name}::index": document_index(d.sentence1, d.sentence2)})
+        values[d.name] = {**senteval.score(pred, d), **(extras or {}).get(d.name, {}), "text_form_note": d.form_note}
+    run.values = {**run.values, "benchmarks": values}
+    degenerate = [f"{d.name}: {why}" for d in datasets if (why := degenerate_reason(preds[d.name]))]
+    if degenerate:
+        run.values["degenerate"] = "; ".join(degenerate)
+    atomic_save_npz(out.with_name("predictions.npz"), **arrays)
+    return values
 
 
 def _add_mteb_scores(run_spec: plan.Run, inputs: list, values: dict) -> None:

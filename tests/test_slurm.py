@@ -43,10 +43,11 @@ def _snakemake(repo, work, *args):
 
 def test_tiny_workflow_runs_under_slurm(cluster, repo, data_root, tmp_path):
     before = set(_jobs())
-    # the STS family plus the two PEFT claims whose rules differ (finetune; lm_model, lm_tasks, lm_train, lm_eval):
-    # every rule goes through sbatch, without repeating all of the PEFT family's jobs
+    # the STS family plus one claim per other rule set (finetune; lm_model, lm_tasks, lm_train, lm_eval; compress;
+    # probe_encode, probe): every rule goes through sbatch, without repeating each family's other jobs
     claims = [p.relative_to(repo / "replications").with_suffix("").as_posix() for p in sorted((repo / "replications" / "sts").glob("*.yaml"))]
-    claims += ["peft/lora-matches-finetuning", "peft/prefix-tuning-matches-finetuning"]
+    claims += ["peft/lora-matches-finetuning", "peft/prefix-tuning-matches-finetuning", "compression/int8-costs-little",
+               "probing/structural-probe-middle-layers"]
     res = _snakemake(repo, tmp_path, "--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
                      f"claims={json.dumps(claims)}")
     assert res.returncode == 0, res.stderr[-3000:]
@@ -57,7 +58,7 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, data_root, tmp_path):
     assert any(c.startswith("rule_pretrain") for c in comments)
     assert any(c.startswith("rule_verdict") for c in comments)
     assert any(c == "rule_report" for c in comments)
-    for rule in ("finetune", "lm_model", "lm_tasks", "lm_train", "lm_eval"):
+    for rule in ("finetune", "lm_model", "lm_tasks", "lm_train", "lm_eval", "compress", "probe_encode", "probe"):
         assert any(c.startswith(f"rule_{rule}") for c in comments), rule
     assert len(new) >= 20 and all(state == "COMPLETED" for state, _ in new.values()), new
 

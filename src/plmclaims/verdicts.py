@@ -488,7 +488,8 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     scope = check.get("scope", "semantic")
     row = CheckResult(i, t, describe(check), scope, check.get("note", ""))
     if t == "trend" and not (check.get("axis") == "scale" and check.get("series")):
-        row.reason = "layer and step trends arrive with the probing family"
+        row.reason = ("layer and step trends are not judged yet: each probing run is one layer, and no check reads a "
+                      "curve along layers or steps; the layers it names are judged pairwise by other checks")
         return row
     missing = [n for n in _sides(check) if n not in series]
     if missing:

@@ -1,7 +1,7 @@
-"""The compression family (P8, P9, P11): a sentence encoder compressed without retraining (heads masked in order of
-importance, weights pruned by global magnitude, Linear layers quantised to int8) and scored by cosine on the STS
-benchmarks beside the same encoder uncompressed. The tier's `compression` section holds the pooling and the sample
-that head importance is computed on. Distillation (P10) is declared, not built."""
+"""The compression family (P8-P11): a sentence encoder compressed without retraining (heads masked in order of
+importance, weights pruned by global magnitude, Linear layers quantised to int8) or distilled into a half-depth
+student (P10), scored by cosine on the STS benchmarks beside the same encoder uncompressed. The tier's `compression`
+section holds the pooling, the sample that head importance is computed on and the distillation budget (`distill`)."""
 from __future__ import annotations
 
 from ...data.sts import BENCHMARKS
@@ -20,11 +20,11 @@ FAMILY = Family(
     package="compression",
     evaluators=("senteval",),
     metrics=("spearman", "pearson"),
-    methods=("uncompressed", "quantisation", "magnitude-pruning", "head-pruning"),
-    planned_methods=("distillation",),
+    methods=("uncompressed", "quantisation", "magnitude-pruning", "head-pruning", "distillation"),
     benchmarks=BENCHMARKS,
+    # distillation's student is fixed (every other teacher layer); its training budget is the tier's compression.distill
     method_params={"uncompressed": (), "quantisation": ("backend",), "magnitude-pruning": ("fraction",),
-                   "head-pruning": ("fraction",)},
+                   "head-pruning": ("fraction",), "distillation": ()},
     param_types={
         "fraction": ("a number in [0, 1): the share of weights or heads removed", _fraction),
         "backend": (f"one of {', '.join(BACKENDS)}", lambda v: v in BACKENDS),

@@ -15,6 +15,7 @@ from ..sts import plan as sts_plan
 from . import ONNX_PACKAGE
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
+DISTILL_SOURCES = ("STSBenchmark", "SICK-R")  # their train splits: the distillation sentences, never a test set
 
 
 def setting(method: str, params: dict) -> str:
@@ -25,6 +26,8 @@ def setting(method: str, params: dict) -> str:
 def compress_run(tier: dict, evaluator: str, instance: str, form: str, method: str, params: dict) -> Run:
     source = SOURCE_OF_EVALUATOR[evaluator]
     view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode", "compression"), asset_view(tier, instance))
+    if method != "distillation":  # the distillation budget changes only the distilled runs
+        view.get("compression", {}).pop("distill", None)
     model = model_run(tier, instance)
     fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "setting": setting(method, params)}
     return make_run("compress", fields, view, (model,) if model else (), params)
@@ -44,6 +47,8 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     if m.method == "quantisation" and m.params.get("backend") == "onnx" and spec.get("package") != ONNX_PACKAGE:
         return pm.not_run(f"the int8 ONNX build on PyPI is of all-MiniLM-L6-v2; tier {tier['name']} maps role "
                           f"'{m.role}' to '{asset}'")
+    if m.method == "distillation" and "distill" not in tier["compression"]:
+        return pm.not_run(f"tier {tier['name']} has no 'compression.distill' budget (sentences, steps, batch_size, lr, seed)")
     evaluator, form = sts_plan.evaluator_and_form(claim)
     pm.runs = [compress_run(tier, evaluator, inst.name, form, m.method, m.params) for inst in instances(tier, asset)]
     if "random-weights" in claim.controls and m.role == "raw-encoder":
@@ -61,4 +66,7 @@ def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
     source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
     if run.method == "head-pruning" and source["source"] == "local":  # importance is computed on STS-B train
         files += [str(p) for p in sts.local_files(sts.local_root(source, data_root), "STSBenchmark", run.form, "train")]
+    if run.method == "distillation" and source["source"] == "local":  # the student is trained on the train sentences
+        files += [str(p) for name in DISTILL_SOURCES
+                  for p in sts.local_files(sts.local_root(source, data_root), name, run.form, "train")]
     return files

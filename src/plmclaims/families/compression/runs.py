@@ -62,6 +62,10 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
     if method == "head-pruning":
         info.update(_mask_heads(model, tok, float(params["fraction"]), tier, run_spec, data_root, max_len, run))
         return encode, info
+    if method == "distillation":
+        student, record = _distil(model, tok, tier, run_spec, data_root, max_len, run)
+        info.update(record, size_mb=quantize.serialized_mb(student))
+        return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
     if method == "quantisation" and params.get("backend") == "torch":
         q = quantize.quantize_int8(model)
         info["size_mb"] = quantize.serialized_mb(q)
@@ -74,7 +78,7 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
         n = model.config.num_hidden_layers
         return (lambda sents, b, m: quantize.encode_layers_onnx(session, tok, sents, n, batch_size=b, max_length=m)), info
     raise UserError(f"compression method {method!r} with {params} unknown; allowed: uncompressed, magnitude-pruning "
-                    "{fraction}, head-pruning {fraction}, quantisation {backend: torch|onnx}")
+                    "{fraction}, head-pruning {fraction}, quantisation {backend: torch|onnx}, distillation")
 
 
 def _mask_heads(model, tok, fraction: float, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int,
@@ -116,3 +120,29 @@ def _mask_heads(model, tok, fraction: float, tier: dict, run_spec: plan.Run, dat
     head_gates.gate_heads(model, gates)  # hooks stay for the encoding that follows
     return {"heads_masked": n_mask, "heads_total": len(order), "importance_pairs": len(pairs),
             "masked": [list(h) for h in order[:n_mask]], "importance": np.round(importance.numpy(), 6).tolist()}
+
+
+def _distil(model, tok, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int, run: Run):
+    """Distil a half-depth student (every other layer of `model`) on a seeded sample of the STS-B and SICK train
+    sentences, never the test sets it is scored on: MSE to the teacher's vectors under the tier's pooling."""
+    from ...methods import distill
+    from .plan import DISTILL_SOURCES
+
+    section = tier["compression"]
+    budget = section["distill"]
+    source = tier["data"][sts.SOURCE_OF_EVALUATOR[run_spec.evaluator]]
+    sentences = []
+    for name in DISTILL_SOURCES:
+        train = sts.load(source, name, run_spec.form, "train", data_root)
+        run.data_files.update(train.files)
+        sentences += train.sentences()
+    sentences = list(dict.fromkeys(sentences))
+    keep = seeded_subset(len(sentences), budget.get("sentences"), int(budget["seed"]))
+    if keep is not None:
+        sentences = [sentences[i] for i in keep]
+    student, record = distill.distill(model, tok, sentences, steps=int(budget["steps"]), batch_size=int(budget["batch_size"]),
+                                      lr=float(budget["lr"]), seed=int(budget["seed"]), max_length=max_len,
+                                      pooling=section.get("pooling", "mean"))
+    return student, {"distill": record, "teacher_parameters": record["teacher_parameters"],
+                     "student_parameters": record["student_parameters"],
+                     "distill_sentences_from": [f"{n} train" for n in DISTILL_SOURCES]}

@@ -182,6 +182,9 @@ def test_long_paths_are_shortened_not_the_line(data_root, tmp_path):
 
 # ---------------------------------------------------------------- the data root, at planning time
 
+TIER_UD = {"data": {**TIER["data"], "ud": {"source": "local", "path": "{data_root}/ud"}}}
+
+
 def test_missing_data_root(tmp_path):
     with pytest.raises(UserError) as err:
         verify.check_data_root(str(tmp_path / "nope"), TIER)
@@ -203,6 +206,12 @@ def test_data_root_without_the_layout(data_root, tmp_path):
         verify.check_data_root(str(tmp_path / "senteval"), TIER)
     # a hub-only tier needs no local folders
     verify.check_data_root(str(tmp_path / "glue"), {"data": {"sts": {"source": "hub"}, "glue": {"source": "hub"}}})
+    # with the planned files, only the sources they lie in must be there (an STS-only selection needs no ud/)
+    sick = tmp_path / "senteval" / "SICK"
+    sick.mkdir()
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path} has no ud/;")):
+        verify.check_data_root(str(tmp_path), TIER_UD)
+    verify.check_data_root(str(tmp_path), TIER_UD, [str(sick / "SICK_test_annotated.txt")])
 
 
 def test_sums_file_malformed_is_one_line(data_root, tmp_path):

@@ -43,8 +43,10 @@ def test_attribute_prefers_the_job_that_was_to_write_a_needed_file(tmp_path):
     a = Failure("finetune", (str(tmp_path / "runs/x/metrics.json"),), ("logs/x.log",))
     p = Failure("pretrain", (str(tmp_path / "models/m/metrics.json"),), ("logs/p.log",))
     assert attribute([str(tmp_path / "runs/x/metrics.json")], [p, a]) == [a]
-    # nothing this claim needs failed directly: the failure is upstream (every failure is named)
-    assert attribute([str(tmp_path / "runs/y/metrics.json")], [p, a]) == [p, a]
+    # an upstream run the claim reads (pre-training) is named when it is among the needed files
+    assert attribute([str(tmp_path / "runs/y/metrics.json"), str(tmp_path / "models/m/metrics.json")], [p, a]) == [p]
+    # nothing this claim reads failed: it was left undone when the workflow stopped elsewhere
+    assert attribute([str(tmp_path / "runs/y/metrics.json")], [p, a]) == []
     assert failed_jobs([tmp_path / "missing.log"]) == []
 
 

@@ -211,6 +211,10 @@ def test_error_verdict_names_the_failed_rule_and_log(tmp_path, tier):
     v = error_verdict(P.plan_claim(claim, tier), tier, [("finetune", "results/micro/logs/finetune-x.log")])
     assert v["verdict"] == "error" and v["note"] == "rule finetune failed (log: results/micro/logs/finetune-x.log)"
     assert v["checks"][0]["outcome"] == "error" and v["measurements"]["good"]["measured"] is None
+    # no failure of its own: the workflow stopped at another claim's failure, and the row says so, not that it failed
+    v = error_verdict(P.plan_claim(claim, tier), tier, [], [("verdict", "results/micro/logs/verdict-other.log")])
+    assert v["verdict"] == "error" and v["note"].startswith("not computed: the workflow stopped at a failure this claim")
+    assert "rule verdict failed (log: results/micro/logs/verdict-other.log)" in v["note"] and "--keep-going" in v["note"]
 
 
 # GLUE-style synthetic runs: classification right with probability `quality` (0.5 = chance), STS-B regression

@@ -66,7 +66,7 @@ def _same(a: str, b: str) -> bool:
 
 
 def attribute(needed: list[str], failures: list[Failure]) -> list[Failure]:
-    """The failures behind a claim that has no verdict: the failed jobs that were to write one of the files it needs;
-    when none was (the failure is further upstream, e.g. pre-training), every failure of the run."""
-    direct = [f for f in failures if any(_same(o, n) for o in f.outputs for n in needed)]
-    return direct or list(failures)
+    """The failures behind a claim that has no verdict: the failed jobs that were to write one of the files it needs
+    (`needed` holds every run the claim reads, upstream ones included, and its verdict). Empty when none was: the
+    claim was left undone because the workflow stopped at a failure elsewhere."""
+    return [f for f in failures if any(_same(o, n) for o in f.outputs for n in needed)]

@@ -416,9 +416,16 @@ def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_roo
         verdict["unverified_data"] = sorted(every)
 
 
-def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]]) -> dict:
-    """The verdict row of a claim whose runs failed: (failed rule, log path) for each failure."""
-    note = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in failures) or "a run failed"
+def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]],
+                  elsewhere: list[tuple[str, str]] = ()) -> dict:
+    """The verdict row of a claim whose runs failed: (failed rule, log path) for each failure. With no failure of its
+    own, the claim was left undone when the workflow stopped at another claim's failure (`elsewhere`)."""
+    if failures:
+        note = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in failures)
+    else:
+        shown = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in elsewhere) or "a job failed"
+        note = (f"not computed: the workflow stopped at a failure this claim does not depend on ({shown}); rerun, "
+                "or run with --keep-going to compute every claim that does not depend on it")
     return _error_row(cplan, tier, note)
 
 

@@ -37,7 +37,7 @@ try:
     DATA = {key: P.data_files(run, TIER, DATA_ROOT) for key, run in RUNS.items()}  # inputs of the rules that read data
     _files = sorted({f for files in DATA.values() for f in files})
     if _files:
-        verify.check_data_root(DATA_ROOT, TIER)
+        verify.check_data_root(DATA_ROOT, TIER, _files)
         for line in verify.verify_files(_files, DATA_ROOT, verify.allow_unverified(config)):
             sys.stderr.write(f"plmclaims: warning: {line}\n")
 except UserError as err:

@@ -39,9 +39,9 @@ def report_despite_failures(log):
         if os.path.exists(path):
             verdicts.append(json.loads(open(path).read()))
             continue
-        needed = [path_of(r) for r in cplan.score_runs()] + [path]
-        behind = attribute(needed, failures)
-        verdicts.append(error_verdict(cplan, TIER, [(f.rule, ", ".join(f.logs) or "see the Snakemake log") for f in behind]))
+        needed = [path_of(r) for r in P.all_runs(cplan.score_runs()).values()] + [path]  # upstream runs too
+        named = lambda fs: [(f.rule, ", ".join(f.logs) or "see the Snakemake log") for f in fs]  # noqa: E731
+        verdicts.append(error_verdict(cplan, TIER, named(attribute(needed, failures)), named(failures)))
     write_verdicts(verdicts, TIER, Path(R))
     errors = sum(v["verdict"] == "error" for v in verdicts)
     sys.stderr.write(f"plmclaims: wrote {R}/claims.md despite failures: {errors} of {len(verdicts)} claims are 'error' "

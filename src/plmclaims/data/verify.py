@@ -180,9 +180,10 @@ def is_verified(path: str, sha256: str, data_root: str | None) -> bool:
     return rel is not None and rel in known and known[rel][0] == sha256.lower()
 
 
-def check_data_root(data_root: str | None, tier: dict | None = None) -> None:
+def check_data_root(data_root: str | None, tier: dict | None = None, files: list[str] | None = None) -> None:
     """Planning-time check (dry run included): the data root exists and holds the layout of the local sources
-    (`tier`'s, or SentEval's senteval/ and GLUE's glue/ that every shipped tier reads)."""
+    (`tier`'s, or SentEval's senteval/ and GLUE's glue/ that every shipped tier reads); with `files` (the planned
+    runs' data files), only the sources those files lie in, so a claim selection needs only its own data."""
     root = Path(DEFAULT_DATA_ROOT if data_root is None else data_root)
     hint = "pass --config data_root=<folder holding senteval/ (SentEval's layout) and glue/>"
     if not root.is_dir():
@@ -199,6 +200,10 @@ def check_data_root(data_root: str | None, tier: dict | None = None) -> None:
                 folders[glue.local_root(source, data_root)] = ()
             elif key == "ud":
                 folders[ud.local_root(source, data_root)] = ()
+    if files is not None:
+        planned = [os.path.abspath(f) for f in files]
+        folders = {f: lay for f, lay in folders.items()
+                   if any(p.startswith(os.path.abspath(f) + os.sep) for p in planned)}
     for folder, layout in folders.items():
         lacks = [name for name in layout if not (folder / name).is_dir()] if folder.is_dir() else [folder.name]
         if lacks:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 import pytest
@@ -11,8 +10,6 @@ import torch
 from plmclaims import encoders
 from plmclaims.errors import UserError
 from plmclaims.methods import head_gates, magnitude_pruning, quantize
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SENTENCES = [
     "A man is playing a guitar.", "A woman is slicing an onion.", "Two dogs run across a snowy field.",

@@ -3,7 +3,6 @@ The student's initialisation (the teacher's chosen layers) is tested in test_com
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -18,8 +17,6 @@ from plmclaims.families.compression.plan import compress_run
 from plmclaims.families.compression.runs import compress
 from plmclaims.methods import distill
 from plmclaims.tiers import load_tier, with_overrides
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 CLAIM = "compression/distilled-half-keeps-97"
 SENTENCES = [

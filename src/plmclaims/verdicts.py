@@ -118,6 +118,9 @@ class CheckResult:
 
 def _load_run(run, results: str):
     path = Path(run.path(results))
+    if not path.exists():  # the verdict re-plans from the files: a tier or claim edited while the workflow ran
+        raise UserError(f"{path}: run not found; the tier or claim files changed after the workflow planned this "
+                        "verdict (the run's key follows its settings). Run snakemake again to compute it")
     metrics = json.loads(path.read_text())
     npz = np.load(path.with_name("predictions.npz"))
     return metrics, npz

@@ -237,12 +237,12 @@ def load_hub(name: str, form: str = "raw", split: str = "test", hub_id: str | No
     default_id, default_rev = HUB_IDS[name]
     hub_id = hub_id or default_id
     revision = revision if revision is not None else (default_rev if hub_id == default_id else None)
+    if name == "SICK-R" and split == "test":  # refused before the hub is asked: no download can make it right
+        raise UserError(f"SICK-R split 'test': the hub copy ({default_id}) holds all {SICK_ALL_COUNT} pairs without split labels; "
+                        "use split 'all' (MTEB's definition) or a local SentEval data root for the 4927 test pairs")
     local = hub.resolve(hub_id, "dataset", revision=revision)
     if local != hub_id:  # prefetched: read the snapshot folder, whose revision the manifest records
         hub_id, revision = local, None
-    if name == "SICK-R" and split == "test":
-        raise UserError(f"SICK-R split 'test': the hub copy ({default_id}) holds all {SICK_ALL_COUNT} pairs without split labels; "
-                        "use split 'all' (MTEB's definition) or a local SentEval data root for the 4927 test pairs")
     hub_split = "test" if name != "STSBenchmark" else split
     try:
         ds = datasets.load_dataset(hub_id, revision=revision, split=hub_split)

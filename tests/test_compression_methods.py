@@ -10,21 +10,8 @@ import torch
 from plmclaims import encoders
 from plmclaims.errors import UserError
 from plmclaims.methods import head_gates, magnitude_pruning, quantize
+from samples import SENTENCES
 
-SENTENCES = [
-    "A man is playing a guitar.", "A woman is slicing an onion.", "Two dogs run across a snowy field.",
-    "The stock market fell sharply on Monday after the report.", "A child is riding a horse.",
-    "Kids are playing soccer in the park.", "The cat sleeps.", "Nobody knows where the old lighthouse keeper went.",
-    "A plane is taking off.", "Someone is frying meat in a pan.", "The president met with foreign leaders in Paris.",
-    "Is it safe to drink tap water here?", "A man is cutting a tomato.", "Rain is expected later tonight.",
-    "Three women are dancing on a stage.", "The quick brown fox jumps over the lazy dog.",
-]
-
-
-@pytest.fixture(scope="module")
-def minilm(minilm_path):
-    model, tok = encoders.load_transformer(minilm_path)
-    return model, tok
 
 
 @pytest.fixture(scope="module")

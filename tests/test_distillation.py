@@ -17,22 +17,9 @@ from plmclaims.families.compression.plan import compress_run
 from plmclaims.families.compression.runs import compress
 from plmclaims.methods import distill
 from plmclaims.tiers import load_tier, with_overrides
+from samples import SENTENCES
 
 CLAIM = "compression/distilled-half-keeps-97"
-SENTENCES = [
-    "A man is playing a guitar.", "A woman is slicing an onion.", "Two dogs run across a snowy field.",
-    "The stock market fell sharply on Monday after the report.", "A child is riding a horse.",
-    "Kids are playing soccer in the park.", "The cat sleeps.", "Nobody knows where the old lighthouse keeper went.",
-    "A plane is taking off.", "Someone is frying meat in a pan.", "The president met with foreign leaders in Paris.",
-    "Is it safe to drink tap water here?", "A man is cutting a tomato.", "Rain is expected later tonight.",
-    "Three women are dancing on a stage.", "The quick brown fox jumps over the lazy dog.",
-]
-
-
-@pytest.fixture(scope="module")
-def minilm(minilm_path):
-    torch.set_num_threads(2)
-    return encoders.load_transformer(minilm_path)
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls-before-pooler", "first-last", "last2avg"])

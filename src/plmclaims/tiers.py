@@ -15,10 +15,7 @@ RULES_DIR = TIERS_DIR.parent / "rules"
 
 def rule_names() -> list[str]:
     """Every rule a tier's `resources` may name: the shared rules (workflows/rules) and each built family's."""
-    import re
-
-    shared = [m for f in sorted(RULES_DIR.glob("*.smk")) for m in re.findall(r"^rule (\w+):", f.read_text(), re.M)]
-    return shared + families.rule_names()
+    return families.rule_names(sorted(RULES_DIR.glob("*.smk"))) + families.rule_names()
 
 
 def tier_path(name_or_path: str) -> Path:

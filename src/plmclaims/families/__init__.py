@@ -66,11 +66,12 @@ def rules_files() -> list[str]:
     return [str(Path(__file__).parent / fam.package / "rules.smk") for fam in BUILT.values()]
 
 
-def rule_names() -> list[str]:
-    """The Snakemake rules of the built families (the `rule <name>:` lines of their rules.smk)."""
+def rule_names(files: list[str | Path] | None = None) -> list[str]:
+    """The Snakemake rules defined in `files` (default: the built families' rules.smk), from their `rule <name>:` lines."""
     import re
 
-    return [m for f in rules_files() for m in re.findall(r"^rule (\w+):", Path(f).read_text(), re.M)]
+    return [m for f in (rules_files() if files is None else files)
+            for m in re.findall(r"^rule (\w+):", Path(f).read_text(), re.M)]
 
 
 def union(attr: str) -> list[str]:

@@ -77,7 +77,7 @@ def _write_claim(tmp_path, repo, cid, edit) -> Path:
 
 @pytest.mark.parametrize("edit, words", [
     (lambda d: d["measurements"]["middle"]["params"].update(layer=9), "has layers 0-4"),
-    (lambda d: (d["protocol"].update(benchmarks=["upos"]), d["checks"][0].update(target="upos")),
+    (lambda d: (d["protocol"].update(benchmarks=["upos"]), [c.update(target="upos") for c in d["checks"]]),
      "structural-probe does not score upos"),
     (lambda d: d["measurements"]["middle"].pop("params"), "needs 'layer'"),
 ])
@@ -126,13 +126,18 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
                 values = metrics["values"]["benchmarks"][run.task]
                 npz = np.load(Path(run.path(roots["results"])).with_name("predictions.npz"))
                 assert np.mean(npz[f"{run.task}::pred"] == npz[f"{run.task}::gold"]) == pytest.approx(values["accuracy"])
-                assert verdict["measurements"][name]["per_benchmark"][run.task]["measured"] == pytest.approx(100 * values["accuracy"])
+                shown = verdict["measurements"][name]
+                if pm.points:  # a curve: each layer's point
+                    shown = next(p for p in shown["curve"] if p["x"] == run.layer)
+                assert shown["per_benchmark"][run.task]["measured"] == pytest.approx(100 * values["accuracy"])
                 assert metrics["provenance"]["data_sha256"]
                 if run.task == "tree":  # per-edge accuracy is UUAS; DSpr. is shown beside it
                     assert values["accuracy"] == pytest.approx(values["uuas"]) and -1 <= values["distance_spearman"] <= 1
-                    floor = verdict["measurements"][name]["floors"]["chance"]["tree"]
+                    floor = shown["floors"]["chance"]["tree"]
                     assert floor == pytest.approx(100 * values["adjacent_chain_uuas"])
-        assert verdict["checks"][-1]["outcome"] == "not-run"  # the layer trend needs the trend engine
+        trend = verdict["checks"][-1]
+        assert trend["type"] == "trend" and trend["outcome"] in ("holds", "contradicted", "inconclusive"), trend
+        assert [p["x"] for p in verdict["measurements"]["layers"]["curve"]] == list(range(7))
     enc = json.loads(Path(cplan.measurements["middle"].runs[0].upstream[0].path(roots["results"])).with_name("metrics.json").read_text())
     assert enc["values"]["layers"] == 7 and enc["values"]["parts"]["train"]["sentences"] > 30
 
@@ -147,8 +152,10 @@ def test_synthetic_t2_verdict(tmp_path, repo):
     rng = np.random.default_rng(0)
     n = 600
     gold = {t: rng.integers(0, 6, n) for t in ("upos", "dependency")}
-    acc = {("upos", 0): 0.6, ("upos", 1): 0.8, ("upos", 2): 0.8, ("dependency", 0): 0.5, ("dependency", 1): 0.65,
-           ("dependency", 2): 0.8}
+    # the 4-layer micro-BERT: POS's whole gain at layer 1 (expected layer 1), dependencies' spread over 1-3 (1.6)
+    acc = {("upos", 0): 0.6, ("upos", 1): 0.8, ("upos", 2): 0.8, ("upos", 3): 0.8, ("upos", 4): 0.79,
+           ("dependency", 0): 0.5, ("dependency", 1): 0.65, ("dependency", 2): 0.8, ("dependency", 3): 0.82,
+           ("dependency", 4): 0.8}
     order = rng.permutation(n)
     for pm in cplan.measurements.values():
         for run in pm.runs + pm.controls:
@@ -163,8 +170,15 @@ def test_synthetic_t2_verdict(tmp_path, repo):
             atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": a}}}})
     verdict = decide_claim(cplan, tier, str(tmp_path))
     outcomes = [c["outcome"] for c in verdict["checks"]]
-    assert outcomes == ["holds", "holds", "holds", "not-run"], verdict["checks"]
+    assert outcomes == ["holds", "holds", "holds", "holds"], verdict["checks"]
     assert verdict["verdict"] == "reproduced"
+    order = verdict["checks"][3]["details"][0]
+    assert order["expected"]["upos"] == pytest.approx(1.0) and order["expected"]["dependency"] == pytest.approx(
+        (1 * 15 + 2 * 15 + 3 * 2) / 32, abs=0.01)  # 0.82 * 600 rounds down to 491 right answers
+    curve = verdict["measurements"]["layers"]["curve"]
+    assert [p["x"] for p in curve] == [0, 1, 2, 3, 4]
+    assert [p["per_benchmark"]["dependency"]["measured"] for p in curve] == pytest.approx([50, 65, 80, 82, 80])
+    assert curve[2]["floors"]["random-weights"]["dependency"] == pytest.approx(30.0)
     floors = verdict["measurements"]["middle"]["floors"]
     assert floors["random-weights"]["dependency"] == pytest.approx(30.0)
     # the same numbers with dependencies flat past the low layer contradict the second check

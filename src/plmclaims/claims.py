@@ -167,16 +167,39 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -> None:
+    """A trend along a layer/step axis reads one measurement that sweeps the family's parameter for that axis."""
+    axes = FAMILIES[proto["family"]].axes
+    if check["axis"] not in axes:
+        raise UserError(f"{path}: field 'checks.{i}.axis': the {proto['family']} family has no {check['axis']!r} axis for "
+                        f"a curve measurement; allowed values: {', '.join(axes) or 'none'} (axis scale takes 'series')")
+    param = axes[check["axis"]]
+    if m.params.get(param) != "all" and not isinstance(m.params.get(param), list):
+        raise UserError(f"{path}: field 'checks.{i}.measurement': {m.name!r} is no curve along {check['axis']}; set "
+                        f"measurements.{m.name}.params.{param} to 'all' (or a list of values)")
+    if check["shape"] == "flat" and "delta" not in check:
+        raise UserError(f"{path}: field 'checks.{i}.delta': a flat trend needs 'delta', the largest spread (in the "
+                        "metric's units) that still counts as flat")
+
+
 def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
     proto = data["protocol"]
     targets = set(proto["benchmarks"]) | {"avg"}
+    swept = set(FAMILIES[proto["family"]].axes.values())
+    curves = {n: p for n, m in measurements.items() for p in swept
+              if m.params.get(p) == "all" or isinstance(m.params.get(p), list)}
     for i, check in enumerate(data["checks"]):
         for ref in _check_refs(check):
             if ref not in measurements:
                 raise UserError(f"{path}: field 'checks.{i}': names measurement {short(ref)}; allowed values: {', '.join(measurements)}")
+            if ref in curves and not (check["type"] == "trend" and check.get("measurement") == ref):
+                raise UserError(f"{path}: field 'checks.{i}': {ref!r} is a curve (params.{curves[ref]} sweeps); only a "
+                                "trend check with 'measurement' reads a curve: compare single points as their own measurements")
         if check["type"] == "trend" and not (check.get("series") or check.get("measurement")):
             raise UserError(f"{path}: field 'checks.{i}': a trend needs 'series' (axis scale: the measurements, smallest "
                             "first) or 'measurement' (axis layer or step)")
+        if check["type"] == "trend" and check.get("measurement") and FAMILIES[proto["family"]].built:
+            _check_curve(path, i, check, proto, measurements[check["measurement"]])
         if check["type"] == "trend" and check.get("minus") and len(check["minus"]) != len(check.get("series", [])):
             raise UserError(f"{path}: field 'checks.{i}.minus': needs one measurement per entry of 'series' ({len(check.get('series', []))})")
         if check.get("quantity") == "trained-params" and not FAMILIES[proto["family"]].trains:

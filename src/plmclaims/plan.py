@@ -259,6 +259,10 @@ class PlannedMeasurement:
     measurement: Measurement
     runs: list = field(default_factory=list)  # the runs whose metrics.json the verdict reads
     controls: list[Run] = field(default_factory=list)  # random-weights twins of `runs`
+    # a curve (a measurement that sweeps its family's axis parameter): x -> that point's runs (and their twins);
+    # `runs` and `controls` then hold every point's runs
+    points: dict = field(default_factory=dict)
+    control_points: dict = field(default_factory=dict)
     status: str = "ok"
     reason: str = ""
     substitute: str = ""  # the paper asset this tier's asset stands in for

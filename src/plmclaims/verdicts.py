@@ -148,6 +148,7 @@ class Evidence:
         self._rng = np.random.default_rng(int(boot.get("seed", 0)))
         self._resamples = int(boot["resamples"])
         self._chance: Series | None = None
+        self.curves: dict[str, list[tuple[float, str]]] = {}  # curve measurement -> (x, point series name), in order
 
     def _pair(self, b: str, npz, where: str) -> None:
         """Every run on a benchmark must score the same documents with the same labels, or nothing is paired."""
@@ -209,6 +210,27 @@ class Evidence:
                                                   self.scale, metric)
         return s
 
+    def load(self, cplan: ClaimPlan) -> tuple[dict[str, Series], dict[str, Series]]:
+        """Every measurement's series and its random-weights twin's. A curve's points are series of their own, named
+        '<measurement>@<x>', listed in order in self.curves[measurement]."""
+        series, random = {}, {}
+        for n, pm in cplan.measurements.items():
+            if pm.status != "ok":
+                continue
+            if not pm.points:
+                series[n] = self.series(pm.runs, n)
+                if pm.controls:
+                    random[n] = self.series(pm.controls, "random-weights")
+                continue
+            self.curves[n] = []
+            for x, runs in pm.points.items():
+                key = point_name(n, x)
+                series[key] = self.series(runs, key)
+                self.curves[n].append((x, key))
+                if x in pm.control_points:
+                    random[key] = self.series(pm.control_points[x], "random-weights")
+        return series, random
+
     def chance(self) -> Series:
         """The metric's chance floor per benchmark, on the same resampled gold as every side."""
         if self._chance is None:
@@ -232,6 +254,11 @@ class Evidence:
 
     def ci(self, samples: np.ndarray) -> tuple[float, float]:
         return stats.interval(samples, self.confidence)
+
+
+def point_name(measurement: str, x) -> str:
+    """The series name of one point of a curve measurement."""
+    return f"{measurement}@{x}"
 
 
 def _targets(check: dict) -> list[str]:
@@ -275,6 +302,11 @@ def describe(check: dict) -> str:
         return f"{', '.join(check['series'])}{minus} {check['shape']} with {check['axis']} on {on}"
     if t == "reproduces":
         return f"{check['measurement']} within {check.get('tolerance', 'tolerance')} of reported on {on}"
+    if t == "trend" and check["shape"] == "ordered-peaks":
+        return f"{check['measurement']}: {' peaks below '.join(_targets(check))} (expected {check['axis']})"
+    if t == "trend":
+        delta = f" within {check['delta']}" if check.get("delta") else ""
+        return f"{check['measurement']} {check['shape']}{delta} along {check['axis']} on {on}"
     return f"{check['measurement']} {check['shape']} over {check['axis']}"
 
 
@@ -312,13 +344,14 @@ class Floors:
         zero_shot = [n for n, pm in cplan.measurements.items() if pm.measurement.method == "zero-shot"]
         self.of: dict[str, list[Series]] = {}
         for name in series:
-            if declared is not None and name in declared:
-                wanted = list(declared[name])
+            base = name.split("@")[0]
+            if declared is not None and base in declared:
+                wanted = list(declared[base])
             elif declared is not None:
                 wanted = []
             else:
                 wanted = (["random-weights"] if name in random else []) + list(lexical)
-                wanted += [z for z in zero_shot if z != name]
+                wanted += [z for z in zero_shot if z != base]
             floors = [ev.chance()]
             for w in wanted:
                 if w == "random-weights" and name in random:
@@ -355,9 +388,7 @@ def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
     claim = cplan.claim
     ev = Evidence(cplan, tier, results)
     try:
-        series = {n: ev.series(pm.runs, n) for n, pm in cplan.measurements.items() if pm.status == "ok"}
-        random = {n: ev.series(pm.controls, "random-weights") for n, pm in cplan.measurements.items()
-                  if pm.status == "ok" and pm.controls}
+        series, random = ev.load(cplan)
         lexical = {k: ev.series([run], k) for k, run in cplan.lexical.items()}
     except EvidenceError as e:
         return _error_row(cplan, tier, str(e), results)
@@ -369,7 +400,7 @@ def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
         checks[i] = _evaluate_check(i, claim.checks[i], cplan, tier, ev, series, floors, checks)
     verdict, note = _claim_verdict(checks, cplan, series, claim.tolerance)
     return {**_header(cplan, tier, verdict, note),
-            "measurements": {n: _measurement_summary(pm, series.get(n), floors, ev) for n, pm in cplan.measurements.items()},
+            "measurements": {n: _measurement_summary(pm, series.get(n), floors, ev, series) for n, pm in cplan.measurements.items()},
             "controls": {k: _series_summary(s, ev) for k, s in lexical.items()},
             "checks": [c.as_dict() for c in checks],
             "runs": sorted({r.path(results) for r in cplan.score_runs()})}
@@ -459,12 +490,28 @@ def _reported_avg(m, benchmarks: list[str]) -> float | None:
     return None
 
 
-def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Evidence | None) -> dict:
+def _curve_summary(name: str, floors: Floors, ev: Evidence, series: dict[str, Series]) -> list[dict]:
+    """Each point of a curve: its x, its score and interval on every target, and its floors' scores there."""
+    rows = []
+    for x, key in ev.curves[name]:
+        per = _series_summary(series[key], ev)
+        rows.append({"x": x, "per_benchmark": per,
+                     "floors": {f.name: {t: f.on(t, ev.benchmarks)[0] for t in ev.benchmarks + ["avg"]}
+                                for f in floors.of[key]}})
+    return rows
+
+
+def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Evidence | None,
+                         series: dict[str, Series] | None = None) -> dict:
     m = pm.measurement
     out = {"label": m.label, "role": m.role, "method": m.method, "postprocess": m.postprocess, "status": pm.status,
            "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
            "instances": sorted({r.instance for r in pm.runs}),
            "reported": _reported_avg(m, ev.benchmarks) if ev else m.reported.get("avg")}
+    if s is None and ev is not None and pm.measurement.name in ev.curves:
+        out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {},
+                    "curve": _curve_summary(pm.measurement.name, floors, ev, series)})
+        return out
     if s is None:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})
         return out
@@ -497,16 +544,15 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     t = check["type"]
     scope = check.get("scope", "semantic")
     row = CheckResult(i, t, describe(check), scope, check.get("note", ""))
-    if t == "trend" and not (check.get("axis") == "scale" and check.get("series")):
-        row.reason = ("layer and step trends are not judged yet: each probing run is one layer, and no check reads a "
-                      "curve along layers or steps; the layers it names are judged pairwise by other checks")
-        return row
-    missing = [n for n in _sides(check) if n not in series]
+    curve = t == "trend" and check.get("measurement")  # a trend along a layer/step axis reads one curve measurement
+    missing = [n for n in ([check["measurement"]] if curve else _sides(check)) if n not in (ev.curves if curve else series)]
     if missing:
         row.reason = "; ".join(f"{n}: {cplan.measurements[n].reason}" for n in missing)
         return row
     row.judged = scope in tier["judges"]
-    if _is_params_ratio(check):
+    if curve:
+        _curve_trend(row, check, ev, series, floors)
+    elif _is_params_ratio(check):
         _params_ratio(row, check, cplan.claim.checks, series, done)
     else:
         _measure(row, check, cplan, ev, series, floors)
@@ -519,7 +565,6 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
 def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series],
              floors: Floors) -> None:
     """Decide a relation (or a magnitude) on each target, after the guards that make it meaningful."""
-    t = check["type"]
     sides = list(dict.fromkeys(_sides(check)))
     # 1. a degenerate run never enters the bootstrap
     touched = [b for target in _targets(check) for b in (ev.benchmarks if target == "avg" else [target])]
@@ -654,23 +699,148 @@ def _quality_index(check: dict, checks: list[dict]) -> int | None:
 
 
 def _scale_trend(check: dict, S, P, ev: Evidence, target: str) -> Detail:
-    """A trend along a scale ladder (smallest model first), optionally of differences (e.g. prompt minus full tuning).
-
-    Judged on the ends of the ladder: 'rises' holds when largest minus smallest is above 0 with the bootstrap
-    interval clear of it and no step between neighbours goes significantly the wrong way; 'falls' mirrors it.
-    Each step is reported too."""
+    """A trend along a scale ladder (smallest model first), optionally of differences (e.g. prompt minus full tuning),
+    judged like a monotone curve (see _monotone)."""
     names, minus = check["series"], check.get("minus") or []
-    sign = 1.0 if check["shape"] == "rises" else -1.0 if check["shape"] == "falls" else None
-    if sign is None:
+    if check["shape"] not in ("rises", "falls"):
         return Detail(target, "not-run", reason=f"scale trends judge 'rises' or 'falls', not {check['shape']!r}")
-    vals = [S(n) - (S(minus[i]) if minus else 0.0) for i, n in enumerate(names)]
-    pts = [P(n) - (P(minus[i]) if minus else 0.0) for i, n in enumerate(names)]
+    vals = np.array([S(n) - (S(minus[i]) if minus else 0.0) for i, n in enumerate(names)])
+    pts = np.array([P(n) - (P(minus[i]) if minus else 0.0) for i, n in enumerate(names)])
+    return _monotone(vals, pts, 1.0 if check["shape"] == "rises" else -1.0, ev, target)
+
+
+def _monotone(vals: np.ndarray, pts: np.ndarray, sign: float, ev: Evidence, target: str) -> Detail:
+    """'rises' (sign +1) holds when last minus first is above 0 with the bootstrap interval clear of it and no step
+    between neighbours goes significantly the wrong way; 'falls' (sign -1) mirrors it. Each step is reported too.
+    vals: (points, resamples) bootstrap samples; pts: the point estimates."""
     steps = [_decide(sign * (vals[i + 1] - vals[i]), sign * (pts[i + 1] - pts[i]), ev) for i in range(len(vals) - 1)]
     ends = _decide(sign * (vals[-1] - vals[0]), sign * (pts[-1] - pts[0]), ev, on=target)
     if ends.outcome == "holds" and any(st.outcome == "contradicted" for st in steps):
         ends.outcome, ends.reason = "inconclusive", "the ends hold, but a step between neighbours goes the other way"
-    ends.extra = {"values": pts, "steps": [asdict(st) for st in steps]}
+    ends.extra = {"values": [float(p) for p in pts], "steps": [asdict(st) for st in steps]}
     return ends
+
+
+# where a peak may lie, as a share of the axis from its first point (0) to its last (1)
+THIRDS = {"peaks-early": (0.0, 1 / 3), "peaks-middle": (1 / 3, 2 / 3), "peaks-late": (2 / 3, 1.0)}
+
+
+def _peak_in(vals: np.ndarray, pts: np.ndarray, inside: np.ndarray, ev: Evidence, target: str) -> Detail:
+    """The curve's best point inside the window beats its best point outside it (paired bootstrap of the two maxima):
+    holds when the interval is above 0, contradicted when below."""
+    d = _decide(vals[inside].max(0) - vals[~inside].max(0), float(pts[inside].max() - pts[~inside].max()), ev, on=target)
+    return d
+
+
+def expected_position(vals: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Tenney et al.'s expected layer E_Delta = sum_l x_l * Delta_l / sum_l Delta_l, with Delta_l the gain of the best
+    score up to point l over the best up to point l-1 (their cumulative scoring, read from per-point probes by
+    the running maximum). vals: (points,) or (points, resamples); NaN where the curve never gains."""
+    best = np.maximum.accumulate(vals, axis=0)
+    gains = np.diff(best, axis=0)
+    total = gains.sum(axis=0)
+    weighted = (xs[1:].reshape((-1,) + (1,) * (vals.ndim - 1)) * gains).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), np.nan)
+
+
+def curve_shape(shape: str, xs: np.ndarray, vals: np.ndarray, pts: np.ndarray, ev: Evidence, target: str,
+                delta: float | None = None) -> Detail:
+    """One curve (points along xs, bootstrap samples `vals` of shape (points, resamples), point estimates `pts`)
+    against a shape: rises, falls, peaks (an inner point beats both ends), peaks-early/-middle/-late (the best point in
+    that third of the axis beats the best outside it) or flat (no two points differ by more than delta)."""
+    if shape in ("rises", "falls"):
+        return _monotone(vals, pts, 1.0 if shape == "rises" else -1.0, ev, target)
+    if len(xs) < 3:
+        return Detail(target, "not-run", reason=f"a {shape} curve needs at least 3 points, this one has {len(xs)}")
+    at = (xs - xs[0]) / (xs[-1] - xs[0])
+    if shape == "peaks":
+        inside = np.zeros(len(xs), bool)
+        inside[1:-1] = True
+        d = _peak_in(vals, pts, inside, ev, target)
+    elif shape in THIRDS:
+        lo, hi = THIRDS[shape]
+        inside = (at >= lo - 1e-9) & (at <= hi + 1e-9)
+        if inside.all() or not inside.any():
+            return Detail(target, "not-run", reason=f"the curve has no point outside (or inside) its {shape[6:]} third")
+        d = _peak_in(vals, pts, inside, ev, target)
+    elif shape == "flat":
+        spread = vals.max(0) - vals.min(0)
+        lo_, hi_ = ev.ci(spread)
+        outcome = "holds" if hi_ <= delta else "contradicted" if lo_ > delta else "inconclusive"
+        d = Detail(target, outcome, float(pts.max() - pts.min()), lo_, hi_, extra={"delta": delta})
+    else:
+        return Detail(target, "not-run", reason=f"shape {shape!r} is judged across targets (ordered-peaks), not on one")
+    d.extra = {**d.extra, "x": [float(x) for x in xs], "values": [float(p) for p in pts],
+               "best_x": float(xs[int(np.argmax(pts))])}
+    return d
+
+
+def ordered_peaks(xs: np.ndarray, curves: dict[str, tuple[np.ndarray, np.ndarray]], ev: Evidence) -> Detail:
+    """The targets' expected positions (expected_position) come in the order listed: each pair of neighbours is a
+    paired bootstrap of the difference, and the ordering stands or falls with its weakest link."""
+    names = list(curves)
+    where = {t: (expected_position(v, xs), float(expected_position(p, xs))) for t, (v, p) in curves.items()}
+    flat = [t for t, (_, point) in where.items() if math.isnan(point)]
+    if flat:
+        return Detail(" < ".join(names), "inconclusive", reason=f"{', '.join(flat)} never gains past its first point: "
+                      "no expected position")
+    pairs = []
+    for a, b in zip(names, names[1:]):
+        diff = where[b][0] - where[a][0]
+        if np.isnan(diff).mean() > 1 - ev.confidence:  # too many resamples without a gain to place the peak
+            pairs.append(Detail(f"{a} < {b}", "inconclusive", where[b][1] - where[a][1],
+                                reason="too many resamples in which a curve never gains"))
+            continue
+        pairs.append(_decide(np.nan_to_num(diff, nan=0.0), where[b][1] - where[a][1], ev, on=f"{a} < {b}"))
+    weakest = min(pairs, key=lambda p: -math.inf if p.ci_low is None else p.ci_low)
+    return Detail(" < ".join(names), _combine([p.outcome for p in pairs]), weakest.estimate, weakest.ci_low,
+                  weakest.ci_high, reason=weakest.reason,
+                  extra={"expected": {t: where[t][1] for t in names}, "weakest": weakest.on,
+                         "pairs": [asdict(p) for p in pairs], "x": [float(x) for x in xs]})
+
+
+def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, Series], floors: Floors) -> None:
+    """A trend along one curve measurement's axis (layers, steps), on each target, or across targets (ordered-peaks).
+    Guards as for relations: no degenerate point, and each curve's best point above its floors (chance, and the
+    same point of the random-weights network where the claim asks for that control)."""
+    name = check["measurement"]
+    points = ev.curves[name]
+    xs = np.array([float(x) for x, _ in points])
+    keys = [k for _, k in points]
+    if check.get("control") == "random-weights":
+        lacking = [k for k in keys if not any(f.name == "random-weights" for f in floors.of[k])]
+        if lacking:
+            row.reason = f"no random-weights control planned for {', '.join(lacking)}"
+            return
+    details, curves = [], {}
+    for target in _targets(check):
+        if target in ev.skipped:
+            details.append(Detail(target, "not-run", reason=f"{target} is not run at tier {ev.tier['name']}: {ev.skipped[target]}"))
+            continue
+        tasks = ev.benchmarks if target == "avg" else [target]
+        bad = [f"{k} on {b}: {r}" for k in keys for b in tasks for r in series[k].degenerate.get(b, [])]
+        if bad:
+            details.append(Detail(target, "inconclusive", reason="degenerate run(s): " + "; ".join(bad)))
+            continue
+        pts = np.array([series[k].on(target, tasks)[0] for k in keys])
+        vals = np.stack([series[k].on(target, tasks)[1] for k in keys])
+        best = keys[int(np.argmax(pts))]
+        ft = floors.test(best, target, tasks)  # a curve that never clears its floors has no shape to judge
+        row.floors.append(ft)
+        if not ft.above:
+            details.append(Detail(target, "inconclusive", reason=f"the curve's best point: {ft.text()}"))
+            continue
+        if check["shape"] == "ordered-peaks":
+            curves[target] = (vals, pts)
+        else:
+            details.append(curve_shape(check["shape"], xs, vals, pts, ev, target, check.get("delta")))
+    if check["shape"] == "ordered-peaks" and len(curves) == len(_targets(check)):
+        details.append(ordered_peaks(xs, curves, ev))
+    row.details = details
+    ran = [d.outcome for d in details if d.outcome != "not-run"]
+    row.outcome = _combine(ran) if ran else "not-run"
+    row.reason = "; ".join(dict.fromkeys(d.reason for d in details if d.reason and d.outcome == row.outcome))
 
 
 def _failure(check: dict) -> str:
@@ -707,7 +877,9 @@ def _claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, t
     tail = (" " + "; ".join(dropped) + "." if dropped else "") + tail
     off = []
     for name, s in series.items():
-        pm = cplan.measurements[name]
+        pm = cplan.measurements.get(name)  # a curve's points carry no reported value
+        if pm is None:
+            continue
         reported = pm.measurement.reported.get("avg")
         if pm.substitute or reported is None:
             continue
@@ -716,7 +888,8 @@ def _claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, t
             off.append(f"{name} {avg:.2f} vs {reported:.2f}")
     if off:
         return "direction-holds", f"the relations hold, but magnitudes are off by more than {tolerance}: {', '.join(off)}." + tail
-    judged_mag = any(not cplan.measurements[n].substitute and cplan.measurements[n].measurement.reported for n in series)
+    judged_mag = any(not cplan.measurements[n].substitute and cplan.measurements[n].measurement.reported
+                     for n in series if n in cplan.measurements)
     if not judged_mag:
         return "reproduced", "relations only: magnitudes are not judged on this tier's substitute assets." + tail
     return "reproduced", "relations hold and magnitudes are within tolerance." + tail

@@ -56,6 +56,9 @@ class Family:
     tier_section: str | None = None  # the tier section with its budget, seeds, method defaults and skip_tasks
     trains: bool = False  # its runs train parameters (so trained-parameter ratios mean something)
     check_tier: Callable | None = None  # (claim, measurement, asset, spec, arch, tier): raise UserError if it cannot run
+    # trend axis -> the method parameter a measurement sweeps along it ('all' or a list of values): such a measurement
+    # is a curve, one point per value, and a trend check with `measurement:` judges its shape
+    axes: dict[str, str] = field(default_factory=dict)
 
     @property
     def built(self) -> bool:

@@ -24,10 +24,13 @@ LINEAR_TASKS = ("upos", "dependency", "length", "depth", "tense", "subject-numbe
 STRUCTURAL_TASKS = ("tree",)
 METHOD_TASKS = {"probe-linear": LINEAR_TASKS, "structural-probe": STRUCTURAL_TASKS}
 ENCODER_KINDS = ("pretrain-mlm", "transformer")
-LAYER_WHAT = "a layer index (0: the embeddings) or 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12')"
+LAYER_WHAT = ("a layer index (0: the embeddings), 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12'), or 'all' "
+              "(every layer, 0 to the top: a curve for layer trends)")
 
 
 def _is_layer(v) -> bool:
+    if v == "all":
+        return True
     if isinstance(v, int) and not isinstance(v, bool):
         return v >= 0
     m = re.fullmatch(r"(\d+)/(\d+)", v) if isinstance(v, str) else None
@@ -76,6 +79,7 @@ FAMILY = Family(
     method_params={"probe-linear": ("layer",), "structural-probe": ("layer",)},
     param_types={"layer": (LAYER_WHAT, _is_layer)},
     protocol={"split": ("dev", "test"), "similarity": None, "text_form": None},
+    axes={"layer": "layer"},
     layouts={
         "probe-encode": Layout("results", "runs/probe-encode/{instance}/{split}/{key}", "words.npz"),
         "probe": Layout("results", "runs/probe/{instance}/{method}/{task}/{split}/l{layer}/{key}", "metrics.json"),

@@ -37,15 +37,23 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     n = depth(tier, asset)
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{asset}' has (probing.layers.{asset})")
-    layer = resolve_layer(m.params["layer"], n)
     split = claim.protocol["split"]
+    twins = "random-weights" in claim.controls and m.role == "raw-encoder"
 
-    def runs(insts) -> list[Run]:
+    def runs(insts, layer: int) -> list[Run]:
         return [probe_run(tier, i.name, m.method, task, split, layer) for task in claim.protocol["benchmarks"] for i in insts]
 
-    pm.runs = runs(instances(tier, asset))
-    if "random-weights" in claim.controls and m.role == "raw-encoder":
-        pm.controls = runs(random_twins(tier, asset))
+    if m.params["layer"] == "all":  # a curve: every layer from the embeddings (0) to the top
+        pm.points = {layer: runs(instances(tier, asset), layer) for layer in range(n + 1)}
+        pm.runs = [r for rs in pm.points.values() for r in rs]
+        if twins:
+            pm.control_points = {layer: runs(random_twins(tier, asset), layer) for layer in range(n + 1)}
+            pm.controls = [r for rs in pm.control_points.values() for r in rs]
+        return pm
+    layer = resolve_layer(m.params["layer"], n)
+    pm.runs = runs(instances(tier, asset), layer)
+    if twins:
+        pm.controls = runs(random_twins(tier, asset), layer)
     return pm
 
 

@@ -1,0 +1,118 @@
+"""Trends along a curve (layers, steps): the shapes judged on synthetic curves whose truth we set (rising, falling,
+peaked, flat within noise, and a peak drowned in noise), and Tenney's expected layer against hand-computed values."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from plmclaims import stats
+from plmclaims.verdicts import curve_shape, expected_position, ordered_peaks
+
+R = 400  # bootstrap resamples per point
+XS = np.arange(5, dtype=float)  # layers 0-4
+
+
+class Interval:
+    """What the shape functions read from the evidence: the confidence and the percentile interval."""
+
+    confidence = 0.95
+
+    def ci(self, samples):
+        return stats.interval(samples, self.confidence)
+
+
+def curve(values, noise=0.5, seed=0):
+    """Bootstrap samples (points, resamples) around the given point values, and the points."""
+    pts = np.asarray(values, float)
+    rng = np.random.default_rng(seed)
+    return pts[:, None] + rng.normal(scale=noise, size=(len(pts), R)), pts
+
+
+def judge(shape, values, noise=0.5, delta=None):
+    vals, pts = curve(values, noise)
+    return curve_shape(shape, XS, vals, pts, Interval(), "tree", delta)
+
+
+RISING, FALLING, PEAKED = [50, 55, 60, 65, 70], [70, 65, 60, 55, 50], [50, 60, 70, 60, 50]
+FLAT = [60.0, 60.2, 59.9, 60.1, 60.0]
+
+
+@pytest.mark.parametrize("shape,values,outcome", [
+    ("rises", RISING, "holds"), ("falls", RISING, "contradicted"),
+    ("falls", FALLING, "holds"), ("rises", FALLING, "contradicted"),
+    ("peaks", PEAKED, "holds"), ("peaks-middle", PEAKED, "holds"),
+    ("peaks-early", PEAKED, "contradicted"), ("peaks-late", PEAKED, "contradicted"),
+    ("peaks-late", RISING, "holds"), ("peaks-early", FALLING, "holds"), ("peaks", RISING, "contradicted"),
+    ("rises", PEAKED, "inconclusive"),  # the ends are level: no rise to credit
+    ("rises", FLAT, "inconclusive"), ("peaks-middle", FLAT, "inconclusive"),
+])
+def test_shapes_on_clean_curves(shape, values, outcome):
+    d = judge(shape, values)
+    assert d.outcome == outcome, d
+    assert d.extra["values"] == pytest.approx(values)
+
+
+def test_flat_within_noise_holds_and_a_peak_is_not_flat():
+    assert judge("flat", FLAT, noise=0.3, delta=2.0).outcome == "holds"
+    assert judge("flat", PEAKED, noise=0.3, delta=2.0).outcome == "contradicted"
+    # a spread near delta, measured with noise, is neither
+    assert judge("flat", [60, 61.8, 60, 60, 60], noise=1.0, delta=2.0).outcome == "inconclusive"
+
+
+def test_a_peak_drowned_in_noise_is_inconclusive_not_credited():
+    d = judge("peaks-middle", [50, 52, 53, 52, 50], noise=5.0)
+    assert d.outcome == "inconclusive" and d.ci_low < 0 < d.ci_high
+
+
+def test_a_rise_with_a_significant_dip_is_not_credited():
+    d = judge("rises", [50, 60, 52, 65, 70], noise=0.5)
+    assert d.outcome == "inconclusive" and "other way" in d.reason
+    assert [s["outcome"] for s in d.extra["steps"]] == ["holds", "contradicted", "holds", "holds"]
+
+
+def test_the_middle_third_of_a_four_layer_stack_is_layer_2_and_of_bert_base_layers_4_to_8():
+    # a peak at layer 1 of 0-4 is early, not middle; at layer 5 of 0-12 it is middle
+    vals, pts = curve([50, 70, 60, 55, 50])
+    assert curve_shape("peaks-middle", XS, vals, pts, Interval(), "t").outcome == "contradicted"
+    twelve = np.arange(13, dtype=float)
+    for best, outcome in ((3, "contradicted"), (4, "holds"), (8, "holds"), (9, "contradicted")):
+        values = [50.0] * 13
+        values[best] = 70.0
+        vals, pts = curve(values)
+        assert curve_shape("peaks-middle", twelve, vals, pts, Interval(), "t").outcome == outcome, best
+        assert curve_shape("peaks-middle", twelve, vals, pts, Interval(), "t").extra["best_x"] == best
+
+
+def test_expected_layer_against_hand_computed_values():
+    xs = np.arange(4, dtype=float)
+    # gains 10 (layer 1) and 10 (layer 3): (1*10 + 3*10) / 20 = 2
+    assert expected_position(np.array([0.0, 10, 10, 20]), xs) == pytest.approx(2.0)
+    # a dip does not count as a loss and its recovery not as a gain: the running maximum is 0, 10, 10, 20 again
+    assert expected_position(np.array([0.0, 10, 5, 20]), xs) == pytest.approx(2.0)
+    # all the gain at layer 1: expected layer 1
+    assert expected_position(np.array([40.0, 80, 80, 79]), xs) == pytest.approx(1.0)
+    # never above the first point: undefined
+    assert math.isnan(float(expected_position(np.array([50.0, 50, 49, 48]), xs)))
+    # per resample (columns)
+    both = expected_position(np.array([[0.0, 0], [10, 0], [10, 0], [20, 30]]), xs)
+    assert both == pytest.approx([2.0, 3.0])
+
+
+def test_ordered_peaks_credits_the_earlier_expected_layer():
+    early, late = curve([40, 80, 82, 82, 82], seed=1), curve([30, 40, 50, 70, 75], seed=2)
+    d = ordered_peaks(XS, {"upos": early, "dependency": late}, Interval())
+    assert d.outcome == "holds"
+    assert d.extra["expected"]["upos"] < d.extra["expected"]["dependency"]
+    assert d.extra["expected"]["upos"] == pytest.approx((1 * 40 + 2 * 2) / 42)
+    assert ordered_peaks(XS, {"dependency": late, "upos": early}, Interval()).outcome == "contradicted"
+    # a curve that never gains has no expected layer: nothing to order
+    none = ordered_peaks(XS, {"upos": early, "dependency": curve([50, 50, 49, 48, 47])}, Interval())
+    assert none.outcome == "inconclusive" and "never gains" in none.reason
+
+
+def test_a_curve_of_two_points_has_no_inside():
+    vals, pts = curve([50, 60])
+    d = curve_shape("peaks", np.arange(2.0), vals, pts, Interval(), "t")
+    assert d.outcome == "not-run" and "at least 3 points" in d.reason

@@ -116,3 +116,9 @@ def test_a_curve_of_two_points_has_no_inside():
     vals, pts = curve([50, 60])
     d = curve_shape("peaks", np.arange(2.0), vals, pts, Interval(), "t")
     assert d.outcome == "not-run" and "at least 3 points" in d.reason
+
+
+def test_spreads_is_the_dual_of_flat():
+    assert judge("spreads", PEAKED, noise=0.3, delta=2.0).outcome == "holds"
+    assert judge("spreads", FLAT, noise=0.3, delta=2.0).outcome == "contradicted"
+    assert judge("spreads", [60, 61.8, 60, 60, 60], noise=1.0, delta=2.0).outcome == "inconclusive"

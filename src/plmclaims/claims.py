@@ -177,9 +177,9 @@ def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -
     if m.params.get(param) != "all" and not isinstance(m.params.get(param), list):
         raise UserError(f"{path}: field 'checks.{i}.measurement': {m.name!r} is no curve along {check['axis']}; set "
                         f"measurements.{m.name}.params.{param} to 'all' (or a list of values)")
-    if check["shape"] == "flat" and "delta" not in check:
-        raise UserError(f"{path}: field 'checks.{i}.delta': a flat trend needs 'delta', the largest spread (in the "
-                        "metric's units) that still counts as flat")
+    if check["shape"] in ("flat", "spreads") and "delta" not in check:
+        raise UserError(f"{path}: field 'checks.{i}.delta': a {check['shape']} trend needs 'delta', the spread (in the "
+                        "metric's units) that separates flat from spread")
 
 
 def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:

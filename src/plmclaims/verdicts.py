@@ -748,7 +748,9 @@ def curve_shape(shape: str, xs: np.ndarray, vals: np.ndarray, pts: np.ndarray, e
                 delta: float | None = None) -> Detail:
     """One curve (points along xs, bootstrap samples `vals` of shape (points, resamples), point estimates `pts`)
     against a shape: rises, falls, peaks (an inner point beats both ends), peaks-early/-middle/-late (the best point in
-    that third of the axis beats the best outside it) or flat (no two points differ by more than delta)."""
+    that third of the axis beats the best outside it), flat (no two points differ by more than delta) or spreads (some
+    two do: e.g. runs that differ only in their seeds). Spreads are of the bootstrap's max - min, which noise inflates:
+    conservative for flat, generous for spreads, so a spread claim should set delta at the difference it must exceed."""
     if shape in ("rises", "falls"):
         return _monotone(vals, pts, 1.0 if shape == "rises" else -1.0, ev, target)
     if len(xs) < 3:
@@ -764,10 +766,11 @@ def curve_shape(shape: str, xs: np.ndarray, vals: np.ndarray, pts: np.ndarray, e
         if inside.all() or not inside.any():
             return Detail(target, "not-run", reason=f"the curve has no point outside (or inside) its {shape[6:]} third")
         d = _peak_in(vals, pts, inside, ev, target)
-    elif shape == "flat":
-        spread = vals.max(0) - vals.min(0)
-        lo_, hi_ = ev.ci(spread)
-        outcome = "holds" if hi_ <= delta else "contradicted" if lo_ > delta else "inconclusive"
+    elif shape in ("flat", "spreads"):  # duals: no two points differ by more than delta / some two do
+        lo_, hi_ = ev.ci(vals.max(0) - vals.min(0))
+        flat, spread = hi_ <= delta, lo_ > delta
+        outcome = ("holds" if flat else "contradicted" if spread else "inconclusive") if shape == "flat" else \
+            ("holds" if spread else "contradicted" if flat else "inconclusive")
         d = Detail(target, outcome, float(pts.max() - pts.min()), lo_, hi_, extra={"delta": delta})
     else:
         return Detail(target, "not-run", reason=f"shape {shape!r} is judged across targets (ordered-peaks), not on one")
@@ -820,12 +823,17 @@ def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, 
             continue
         tasks = ev.benchmarks if target == "avg" else [target]
         bad = [f"{k} on {b}: {r}" for k in keys for b in tasks for r in series[k].degenerate.get(b, [])]
-        if bad:
+        failed = [k for k in keys if any(series[k].degenerate.get(b) for b in tasks)]
+        # a spread over seeds counts failed (degenerate) runs as the phenomenon, not as noise: they are left out of
+        # the spread and reported as the failed share; any other shape needs every point
+        used = [k for k in keys if k not in failed] if check["shape"] == "spreads" else keys
+        if (bad and check["shape"] != "spreads") or len(used) < 2:
             details.append(Detail(target, "inconclusive", reason="degenerate run(s): " + "; ".join(bad)))
             continue
-        pts = np.array([series[k].on(target, tasks)[0] for k in keys])
-        vals = np.stack([series[k].on(target, tasks)[1] for k in keys])
-        best = keys[int(np.argmax(pts))]
+        at = np.array([xs[keys.index(k)] for k in used])
+        pts = np.array([series[k].on(target, tasks)[0] for k in used])
+        vals = np.stack([series[k].on(target, tasks)[1] for k in used])
+        best = used[int(np.argmax(pts))]
         ft = floors.test(best, target, tasks)  # a curve that never clears its floors has no shape to judge
         row.floors.append(ft)
         if not ft.above:
@@ -834,7 +842,10 @@ def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, 
         if check["shape"] == "ordered-peaks":
             curves[target] = (vals, pts)
         else:
-            details.append(curve_shape(check["shape"], xs, vals, pts, ev, target, check.get("delta")))
+            d = curve_shape(check["shape"], at, vals, pts, ev, target, check.get("delta"))
+            if check["shape"] == "spreads":
+                d.extra["failed"] = {"runs": len(failed), "of": len(keys), "share": len(failed) / len(keys)}
+            details.append(d)
     if check["shape"] == "ordered-peaks" and len(curves) == len(_targets(check)):
         details.append(ordered_peaks(xs, curves, ev))
     row.details = details

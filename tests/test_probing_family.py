@@ -177,7 +177,13 @@ def test_synthetic_t2_verdict(tmp_path, repo):
         (1 * 15 + 2 * 15 + 3 * 2) / 32, abs=0.01)  # 0.82 * 600 rounds down to 491 right answers
     curve = verdict["measurements"]["layers"]["curve"]
     assert [p["x"] for p in curve] == [0, 1, 2, 3, 4]
-    assert [p["per_benchmark"]["dependency"]["measured"] for p in curve] == pytest.approx([50, 65, 80, 82, 80])
+    # the report shows the curve as a table row per task and draws it
+    from plmclaims.report import markdown, write_verdicts
+    md = markdown([verdict], tier)
+    assert "## Curves" in md and "| dependency | 50.00 (30.00) | 65.00 (30.00) | 80.00 (30.00) |" in md
+    write_verdicts([verdict], tier, tmp_path / "report")
+    assert (tmp_path / "report" / "figures" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert [p["per_benchmark"]["dependency"]["measured"] for p in curve] == pytest.approx([50, 65, 80, 82, 80], abs=0.2)
     assert curve[2]["floors"]["random-weights"]["dependency"] == pytest.approx(30.0)
     floors = verdict["measurements"]["middle"]["floors"]
     assert floors["random-weights"]["dependency"] == pytest.approx(30.0)

@@ -135,6 +135,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
                 cells.append(f"{_fmt(row['measured'])}{rep}")
             lines.append(f"| {m.get('label', name)} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += _curve_tables(verdicts)
     lines += ["## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         for c in v["checks"]:
@@ -149,6 +150,73 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     lines += [f"- **{k}**: {m}." for k, m in VERDICT_MEANING.items()]
     lines += ["", "Per-benchmark numbers, seeds, provenance and run paths are in `claims.json` and each run's `metrics.json`.", ""]
     return "\n".join(lines)
+
+
+def _curves(verdicts: list[dict]) -> list[tuple[dict, str, dict, str]]:
+    """(verdict, measurement name, measurement, target) for every curve measurement that ran, per target."""
+    return [(v, n, m, t) for v in verdicts for n, m in v["measurements"].items() if m.get("curve")
+            for t in v["protocol"]["benchmarks"] if t in m["curve"][0]["per_benchmark"]]
+
+
+def _curve_tables(verdicts: list[dict]) -> list[str]:
+    """One table per curve measurement: a row per target, a column per point, each cell measured (random-weights)."""
+    items = _curves(verdicts)
+    if not items:
+        return []
+    lines = ["## Curves", "", "Measurements along an axis (layers: 0 is the embeddings), per benchmark: measured "
+             "(random-weights twin, where the claim has it). Drawn in `figures/curves.png`.", ""]
+    done = set()
+    for v, name, m, _ in items:
+        if (v["id"], name) in done:
+            continue
+        done.add((v["id"], name))
+        xs = [p["x"] for p in m["curve"]]
+        lines += [f"`{v['id']}`: {m.get('label', name)}", "", "| benchmark | " + " | ".join(map(str, xs)) + " |",
+                  "|---" * (len(xs) + 1) + "|"]
+        for t in (t for vv, n, _, t in items if vv is v and n == name):
+            cells = []
+            for p in m["curve"]:
+                rw = (p.get("floors") or {}).get("random-weights", {}).get(t)
+                cells.append(_fmt(p["per_benchmark"][t]["measured"]) + (f" ({_fmt(rw)})" if rw is not None else ""))
+            lines.append(f"| {t} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def curves_plot(verdicts: list[dict], out: Path) -> None:
+    """Each curve measurement on each benchmark: measured with its 95% interval, the random-weights twin dashed and
+    chance dotted, one panel per (claim, measurement, benchmark)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    items = _curves(verdicts)
+    cols = min(3, max(len(items), 1))
+    rows_ = max(1, -(-len(items) // cols))
+    fig, axes = plt.subplots(rows_, cols, figsize=(5.2 * cols, 3.8 * rows_), squeeze=False)
+    for ax in axes.flat[len(items):]:
+        ax.axis("off")
+    if not items:
+        axes[0][0].text(0.5, 0.5, "no curve measurement ran", ha="center", transform=axes[0][0].transAxes)
+    for ax, (v, name, m, t) in zip(axes.flat, items):
+        xs = [p["x"] for p in m["curve"]]
+        row = [p["per_benchmark"][t] for p in m["curve"]]
+        ax.plot(xs, [r["measured"] for r in row], "o-", color="C0", label="measured (95% CI)")
+        ax.fill_between(xs, [r["ci_low"] for r in row], [r["ci_high"] for r in row], color="C0", alpha=0.2)
+        for floor, style, colour in (("random-weights", "--", "C1"), ("chance", ":", "0.4")):
+            ys = [(p.get("floors") or {}).get(floor, {}).get(t) for p in m["curve"]]
+            if any(y is not None for y in ys):
+                ax.plot(xs, ys, style, color=colour, label=floor)
+        if len(xs) <= 25:
+            ax.set_xticks(xs)
+        ax.set_title(f"{v['id'].split('/')[-1]}: {t}", fontsize=9)
+        ax.set_xlabel("layer" if v["protocol"]["family"] in ("probing", "intrinsic") else "point")
+        ax.set_ylabel(f"{v['protocol']['metric']} x {v['protocol'].get('scale', 100):g}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, out)
 
 
 def _protocol_summary(proto: dict) -> str:
@@ -270,3 +338,4 @@ def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     atomic_write_text(out_dir / "claims.md", markdown(verdicts, tier))
     forest_plot(verdicts, out_dir / "figures" / "forest.png")
     params_plot(verdicts, out_dir / "figures" / "quality-vs-params.png")
+    curves_plot(verdicts, out_dir / "figures" / "curves.png")

@@ -1,4 +1,4 @@
-# The claim report: Markdown table, CSV, JSON and the forest plot.
+# The claim report: Markdown table, CSV, JSON, the forest plot, quality vs parameters and the curves.
 
 
 rule report:
@@ -10,6 +10,7 @@ rule report:
         json=f"{R}/claims.json",
         forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
         params=report(f"{R}/figures/quality-vs-params.png", caption="../report/quality-vs-params.rst", category="Figures"),
+        curves=report(f"{R}/figures/curves.png", caption="../report/curves.rst", category="Figures"),
     resources:
         **rule_resources("report"),
     log:

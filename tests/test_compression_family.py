@@ -37,6 +37,22 @@ def test_every_setting_is_its_own_run_and_the_uncompressed_reference_is_shared(r
     assert plans[CLAIMS[0]].lexical["tfidf"].kind == "score"
 
 
+def test_a_sweep_is_a_curve_whose_points_are_the_single_settings_runs(repo):
+    from plmclaims.families.compression.plan import sweep_points
+
+    micro = _plans(repo, load_tier("micro"))[CLAIMS[2]].measurements
+    curve = micro["sparsity"]
+    assert list(curve.points) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert curve.points[0.3][0].key == micro["sparse_30"].runs[0].key  # a point and the single measurement share a run
+    assert [r.key for r in curve.runs] == [rs[0].key for rs in curve.points.values()]
+    # the tiny tier thins a sweep to its ends and middle; the cap is not part of a run's identity
+    tiny = _plans(repo, load_tier("tiny"))[CLAIMS[2]].measurements["sparsity"]
+    assert list(tiny.points) == [0.0, 0.4, 0.9]
+    uncapped = with_overrides(load_tier("tiny"), {"compression.max_curve_points": 10})
+    assert _plans(repo, uncapped)[CLAIMS[2]].measurements["sparsity"].points[0.4][0].key == tiny.points[0.4][0].key
+    assert sweep_points([0.1, 0.2, 0.3, 0.4, 0.5], 2) == [0.1, 0.5] and sweep_points([0.1, 0.2], None) == [0.1, 0.2]
+
+
 def test_head_pruning_reads_stsb_train_and_its_settings_change_its_key(repo, data_root):
     tier = load_tier("micro")
     heads = compress_run(tier, "senteval", "all-minilm-l6-v2", "raw", "head-pruning", {"fraction": 0.4})
@@ -66,6 +82,7 @@ def test_a_bad_pooling_in_the_tier_stops_the_plan(repo):
     ({"fraction": 1.5}, "must be a number in [0, 1)"),
     ({"backend": "tensorrt"}, "must be one of torch, onnx"),
     ({"fraction": 0.4, "lr": 1.0e-3}, "does not read 'lr'; allowed: fraction"),
+    ({"fraction": [0.4, 0.2]}, "or a rising list of them"),
 ])
 def test_compression_parameters_are_checked_when_the_claim_loads(tmp_path, repo, params, expected):
     data = yaml.safe_load((repo / "replications" / "compression" / "magnitude-pruning-keeps-30-40.yaml").read_text())

@@ -122,3 +122,26 @@ def test_spreads_is_the_dual_of_flat():
     assert judge("spreads", PEAKED, noise=0.3, delta=2.0).outcome == "holds"
     assert judge("spreads", FLAT, noise=0.3, delta=2.0).outcome == "contradicted"
     assert judge("spreads", [60, 61.8, 60, 60, 60], noise=1.0, delta=2.0).outcome == "inconclusive"
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["checks"].append({"type": "greater", "a": "layers", "b": "layer0", "target": "tree"}),
+     "'layers' is a curve (params.layer sweeps); only a trend check"),
+    (lambda d: d["checks"][1].update(measurement="middle"), "'middle' is no curve along layer; set measurements.middle.params.layer to 'all'"),
+    (lambda d: d["checks"][1].update(axis="sparsity"), "the probing family has no 'sparsity' axis for a curve measurement; allowed values: layer"),
+    (lambda d: d["checks"][1].update(shape="flat"), "a flat trend needs 'delta'"),
+])
+def test_a_curve_is_read_only_by_a_trend_along_its_axis(tmp_path, repo, edit, words):
+    import yaml
+
+    from plmclaims.claims import load_claim
+    from plmclaims.errors import UserError
+
+    data = yaml.safe_load((repo / "replications" / "probing" / "structural-probe-middle-layers.yaml").read_text())
+    edit(data)
+    path = tmp_path / "probing" / "x.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(dict(data, id="probing/x")))
+    with pytest.raises(UserError) as err:
+        load_claim(path, tmp_path)
+    assert words in str(err.value)

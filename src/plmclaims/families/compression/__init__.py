@@ -1,7 +1,10 @@
 """The compression family (P8-P11): a sentence encoder compressed without retraining (heads masked in order of
 importance, weights pruned by global magnitude, Linear layers quantised to int8) or distilled into a half-depth
 student (P10), scored by cosine on the STS benchmarks beside the same encoder uncompressed. The tier's `compression`
-section holds the pooling, the sample that head importance is computed on and the distillation budget (`distill`)."""
+section holds the pooling, the sample that head importance is computed on and the distillation budget (`distill`).
+
+A measurement whose `fraction` is a list is a curve along the sparsity axis: one run per fraction (a tier may thin it
+to `compression.max_curve_points`, keeping both ends), judged by trend checks and drawn in the report's curves."""
 from __future__ import annotations
 
 from ...data.sts import BENCHMARKS
@@ -15,6 +18,13 @@ def _fraction(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1
 
 
+def _fraction_or_sweep(v) -> bool:
+    """One fraction, or a sweep (a curve along the sparsity axis): at least two fractions, rising."""
+    if isinstance(v, list):
+        return len(v) >= 2 and all(map(_fraction, v)) and all(a < b for a, b in zip(v, v[1:]))
+    return _fraction(v)
+
+
 FAMILY = Family(
     name="compression",
     package="compression",
@@ -26,7 +36,8 @@ FAMILY = Family(
     method_params={"uncompressed": (), "quantisation": ("backend",), "magnitude-pruning": ("fraction",),
                    "head-pruning": ("fraction",), "distillation": ()},
     param_types={
-        "fraction": ("a number in [0, 1): the share of weights or heads removed", _fraction),
+        "fraction": ("a number in [0, 1), the share of weights or heads removed, or a rising list of them (a curve "
+                     "along the sparsity axis)", _fraction_or_sweep),
         "backend": (f"one of {', '.join(BACKENDS)}", lambda v: v in BACKENDS),
     },
     protocol={"split": ("test",), "similarity": ("cosine",), "text_form": ("raw", "tokenised")},
@@ -34,4 +45,5 @@ FAMILY = Family(
     layouts={"compress": Layout("results", "runs/compress/{evaluator}/{instance}/{form}/{method}/{setting}/{key}",
                                "metrics.json")},
     tier_section="compression",
+    axes={"sparsity": "fraction"},
 )

@@ -28,6 +28,7 @@ def compress_run(tier: dict, evaluator: str, instance: str, form: str, method: s
     view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode", "compression"), asset_view(tier, instance))
     if method != "distillation":  # the distillation budget changes only the distilled runs
         view.get("compression", {}).pop("distill", None)
+    view.get("compression", {}).pop("max_curve_points", None)  # which points a curve has, not what one point is
     model = model_run(tier, instance)
     fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "setting": setting(method, params)}
     return make_run("compress", fields, view, (model,) if model else (), params)
@@ -50,10 +51,30 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     if m.method == "distillation" and "distill" not in tier["compression"]:
         return pm.not_run(f"tier {tier['name']} has no 'compression.distill' budget (sentences, steps, batch_size, lr, seed)")
     evaluator, form = sts_plan.evaluator_and_form(claim)
-    pm.runs = [compress_run(tier, evaluator, inst.name, form, m.method, m.params) for inst in instances(tier, asset)]
-    if "random-weights" in claim.controls and m.role == "raw-encoder":
-        pm.controls = [compress_run(tier, evaluator, i.name, form, m.method, m.params) for i in random_twins(tier, asset)]
+    twins = "random-weights" in claim.controls and m.role == "raw-encoder"
+
+    def runs(params: dict) -> tuple[list[Run], list[Run]]:
+        made = [compress_run(tier, evaluator, inst.name, form, m.method, params) for inst in instances(tier, asset)]
+        return made, [compress_run(tier, evaluator, i.name, form, m.method, params) for i in random_twins(tier, asset)] if twins else []
+
+    if isinstance(m.params.get("fraction"), list):  # a curve along the sparsity axis
+        for f in sweep_points(m.params["fraction"], tier["compression"].get("max_curve_points")):
+            pm.points[f], twin = runs({**m.params, "fraction": f})
+            if twin:
+                pm.control_points[f] = twin
+        pm.runs = [r for rs in pm.points.values() for r in rs]
+        pm.controls = [r for rs in pm.control_points.values() for r in rs]
+        return pm
+    pm.runs, pm.controls = runs(m.params)
     return pm
+
+
+def sweep_points(values: list, most: int | None) -> list:
+    """The sweep's values, thinned to at most `most` evenly spaced ones (both ends kept) on a tier that caps curves."""
+    if not most or len(values) <= most:
+        return list(values)
+    picks = sorted({round(i * (len(values) - 1) / (most - 1)) for i in range(most)})
+    return [values[i] for i in picks]
 
 
 def controls(claim: Claim, tier: dict) -> dict[str, Run]:

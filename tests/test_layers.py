@@ -20,7 +20,7 @@ LAYERS = [
     ("registry", ["plmclaims.families", "plmclaims.families.family", "plmclaims.families.unbuilt",
                   *(f"plmclaims.families.{f}" for f in FAMILY_PACKAGES)]),
     ("core", ["plmclaims.claims", "plmclaims.tiers", "plmclaims.plan", "plmclaims.assets", "plmclaims.verdicts",
-              "plmclaims.report"]),
+              "plmclaims.report", "plmclaims.costs"]),
     ("runs", ["plmclaims.runs"]),
     ("families", [f"plmclaims.families.{f}.*" for f in FAMILY_PACKAGES]),
     ("top", ["plmclaims.cli"]),

@@ -114,6 +114,16 @@ def cmd_prefetch(args) -> None:
     print(f"prefetched {len(assets)} assets ({n} files) into {args.out}; manifest {Path(args.out) / hub.MANIFEST}")
 
 
+def cmd_plan(args) -> None:
+    from . import costs
+    from .claims import load_claims
+    from .plan import plan_all
+
+    tier = _tier(args)
+    path, table = costs.load_table(args.throughput)
+    print(costs.render(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier, path, table))
+
+
 def cmd_report(args) -> None:
     from . import report
 
@@ -163,9 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("prefetch", cmd_prefetch, "download every hub asset the selected claims need, for air-gapped runs")
     sp.add_argument("--tier", default="paper")
     sp.add_argument("--claims-dir", default="replications")
-    sp.add_argument("--claims", nargs="*", default=[], help="claim ids (default: all)")
+    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
     sp.add_argument("--out", default="resources/hub", help="the folder later runs read (config resources + /hub)")
     sp.add_argument("--dry-run", action="store_true", help="list the assets without downloading")
+    sp = add("plan", cmd_plan, "print what the selected claims cost: runs, training steps, device-hours, memory, disk")
+    sp.add_argument("--tier", default="paper")
+    sp.add_argument("--claims-dir", default="replications")
+    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
+    sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
     sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)

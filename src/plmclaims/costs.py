@@ -1,0 +1,298 @@
+"""What a tier costs before it runs: runs, training steps and examples, device-hours, peak memory, prefetch disk.
+
+`plmclaims plan --tier T [--claims ...]` prints it. Every figure is read from the planned runs (their specs hold the
+budgets they train under) and scaled by FLOPs from a measured throughput table (benchmarks/throughput.py writes
+benchmarks/throughput/<device>.json): training costs about 6 x parameters x tokens (4 x for parameter-efficient
+methods: no weight gradients for the frozen weights), inference 2 x parameters x tokens. Token counts come from the
+published split sizes below and typical tokenised lengths (assumptions, stated here); peak memory is analytic
+(weights, gradients and Adam states, plus Korthikanti et al. 2022's activation estimate). Rules that run on the CPU
+(scoring, probes, tokenizers, lm-eval task files) are counted as runs, not hours.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .plan import ClaimPlan, Run, all_runs
+
+TABLE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput"
+
+# Published split sizes (examples): GLUE (Wang et al. 2019, Table 1), SentEval's STS test sets with STS-B test and
+# SICK-R test (the 7 STS benchmarks, pairs), UD English EWT 2.x (sentences).
+GLUE_TRAIN = {"CoLA": 8551, "SST-2": 67349, "MRPC": 3668, "STS-B": 5749, "QQP": 363846, "MNLI": 392702,
+              "QNLI": 104743, "RTE": 2490, "WNLI": 635}
+GLUE_DEV = {"CoLA": 1043, "SST-2": 872, "MRPC": 408, "STS-B": 1500, "QQP": 40430, "MNLI": 9815, "QNLI": 5463,
+            "RTE": 277, "WNLI": 71}
+STS_PAIRS = 3108 + 1500 + 3750 + 3000 + 1186 + 1379 + 4927  # STS12-16, STS-B test, SICK-R test
+UD_SENTENCES = {"train": 12543, "dev": 2001, "test": 2077}
+DISTILL_SENTENCES = 2 * (5749 + 4500)  # STS-B and SICK train pairs, both sides
+# Typical sub-word tokens per example with the special tokens, padded to the batch's longest (an assumption: about
+# 1.3 pieces per word plus padding); a sentence pair counts both sides.
+TOKENS = {"CoLA": 16, "SST-2": 32, "MRPC": 64, "STS-B": 40, "QQP": 40, "MNLI": 48, "QNLI": 64, "RTE": 96, "WNLI": 48}
+STS_TOKENS, UD_TOKENS = 20, 32  # per sentence
+BYTES_PER_PARAM = 4  # a float32 checkpoint file
+# released models a CPU table leaves out (too slow there): parameters, layers, hidden size, heads of their config.json
+KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16)}
+
+GPU_KINDS = {"pretrain", "encode", "finetune", "lm", "compress", "probe-encode"}  # the rest run on the CPU
+RULES = {"lm": "lm_train + lm_eval", "probe-encode": "probe_encode", "lm_tasks": "lm_tasks", "lm_model": "lm_model"}
+
+
+def load_table(path: str | Path | None = None) -> tuple[Path, dict]:
+    """The throughput table to scale from: `path`, else a GPU table when one is committed, else a CPU one."""
+    if path is None:
+        found = sorted(TABLE_DIR.glob("*.json"))
+        if not found:
+            raise UserError(f"{TABLE_DIR}: no throughput table; run python benchmarks/throughput.py to measure one")
+        tables = [(p, json.loads(p.read_text())) for p in found]
+        return next(((p, t) for p, t in tables if t.get("device_type") == "cuda"), tables[0])
+    path = Path(path)
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path}: not a throughput table ({type(err).__name__}); write one with benchmarks/throughput.py") from None
+    if not isinstance(table.get("architectures"), dict):
+        raise UserError(f"{path}: field 'architectures' missing; write the table with benchmarks/throughput.py")
+    return path, table
+
+
+@dataclass
+class Arch:
+    name: str  # the table row whose measured rate is used
+    params: int
+    layers: int
+    hidden: int
+    heads: int
+    scaled: bool = False  # the rate is another architecture's (same model type), scaled by FLOPs
+
+
+def _bert_params(m: dict) -> int:
+    h, f, v, n = m["hidden"], m["ffn"], m["vocab"], m.get("max_length", 512)
+    return v * h + n * h + 2 * h + m["layers"] * (4 * h * h + 2 * h * f + 9 * h + f)
+
+
+def architecture(spec: dict, table: dict) -> Arch | None:
+    """The table row (and size) of a tier asset; None for what no transformer runs (static vectors, lexical)."""
+    rows = table["architectures"]
+    if spec["kind"] == "pretrain-mlm":
+        key = "workflow:pretrain-mlm"
+    elif spec.get("source") == "package":
+        key = f"package:{spec.get('package')}"
+    else:
+        key = spec.get("id", "")
+    name = next((n for n, r in rows.items() if key in r.get("assets", [])), None)
+    if name is not None and spec["kind"] != "pretrain-mlm":
+        r = rows[name]
+        return Arch(name, r["params"], r["layers"], r["hidden"], r["heads"])
+    model = spec.get("model", {})
+    if spec["kind"] in ("pretrain-mlm", "causal-lm") and "hidden" in model:  # a model the workflow builds at its size
+        base = name or next((n for n, r in rows.items() if r["model_type"] in ("bert", "llama")), None)
+        if base is None:
+            return None
+        return Arch(base, _bert_params(model), model["layers"], model["hidden"], model["heads"], scaled=True)
+    if spec.get("source") == "hub":  # a hub model the table lacks (t5-large on a CPU table): its type's largest row
+        from .claims import architecture as model_type
+
+        kind = model_type(spec)
+        same = sorted((r["params"], n) for n, r in rows.items() if r["model_type"] == kind)
+        size = KNOWN_SIZES.get(spec["id"])
+        if same and size:
+            return Arch(same[-1][1], *size, scaled=True)
+    return None
+
+
+@dataclass
+class RunCost:
+    kind: str
+    steps: int = 0
+    examples: int = 0  # training examples seen (epochs x examples)
+    seconds: float = 0.0
+    peak_mb: float = 0.0
+    arch: str = ""
+    unknown: bool = False  # a model run the table cannot size: its hours are missing from the sums
+
+
+def _memory_mb(a: Arch, batch: int, seq: int, train: bool, full: bool, t5: bool) -> float:
+    """Weights (+ gradients and Adam states when all weights train) and 16-bit activations (Korthikanti et al. 2022:
+    34 s b h + 5 a s^2 b bytes per layer; every layer is kept for the backward pass, one at a time otherwise)."""
+    layers = a.layers * (2 if t5 else 1)
+    per_layer = 34 * seq * batch * a.hidden + 5 * a.heads * seq * seq * batch
+    states = (16 if full else 4) * a.params if train else 4 * a.params
+    return (states + per_layer * (layers if train else 1)) / 2**20
+
+
+def run_cost(run: Run, table: dict) -> RunCost:
+    """One planned run's training steps and examples, device seconds on the table's device and peak memory."""
+    tier = run.spec["tier"]
+    cost = RunCost(run.kind)
+    instance = run.spec["fields"].get("instance")
+    if instance is None or run.kind not in GPU_KINDS:
+        if run.kind == "probe" and run.method == "structural-probe":
+            s = tier.get("probing", {}).get("structural", {})
+            enc = next((u.spec["tier"] for u in run.upstream if u.kind == "probe-encode"), tier)  # the sample it fits on
+            n = min(enc.get("probing", {}).get("train_sentences") or UD_SENTENCES["train"], UD_SENTENCES["train"])
+            cost.steps, cost.examples = s.get("epochs", 0) * math.ceil(n / s.get("batch_size", 20)), s.get("epochs", 0) * n
+        return cost
+    asset = instance.partition(".")[0]  # an instance is <asset>[.s<seed>|.random-s<seed>]
+    spec = tier["assets"][asset]
+    train_tokens = infer_tokens = 0
+    full, batch, seq = True, 1, 128
+    if run.kind in ("finetune", "lm"):
+        section = tier["finetune" if run.kind == "finetune" else "lm"]
+        budget = section.get("budget", {})  # a zero-shot run reads no training budget
+        task = run.task
+        n = min(GLUE_TRAIN.get(task, 0), budget.get("max_train") or math.inf)
+        epochs, batch = int(budget.get("epochs", 1)), int(budget.get("batch_size", 16))
+        seq = min(int(budget.get("max_length", 128)), TOKENS.get(task, 64) * 4)  # the longest batch, not every one
+        dev = min(GLUE_DEV.get(task, 0), section.get("eval_limit") or math.inf)
+        if run.method != "zero-shot":
+            cost.steps, cost.examples = epochs * math.ceil(n / batch), epochs * int(n)
+            train_tokens = cost.examples * TOKENS.get(task, 64)
+        infer_tokens = dev * TOKENS.get(task, 64) * (2 if run.kind == "lm" else 1)  # lm-eval scores both answers
+        full = run.method == "full-finetuning"
+    elif run.kind == "pretrain":
+        t = spec["train"]
+        cost.steps, cost.examples = int(t["steps"]), int(t["steps"]) * int(t["batch_size"])
+        batch, seq = int(t["batch_size"]), int(spec["model"].get("max_length", 128))
+        train_tokens = cost.examples * seq
+    elif run.kind in ("encode", "compress"):
+        pairs = min(STS_PAIRS, (tier.get("data", {}).get("max_pairs") or math.inf) * 7)
+        infer_tokens = 2 * pairs * STS_TOKENS
+        enc = tier.get("encode", {})
+        batch, seq = int(enc.get("batch_size", 64)), int(enc.get("max_length", 128))
+        if run.kind == "compress" and run.method == "distillation":
+            d = tier["compression"]["distill"]
+            cost.steps = int(d["steps"])
+            cost.examples = cost.steps * int(d["batch_size"])
+            train_tokens = cost.examples * STS_TOKENS
+            infer_tokens += min(d.get("sentences") or DISTILL_SENTENCES, DISTILL_SENTENCES) * STS_TOKENS  # teacher vectors
+            batch = int(d["batch_size"])
+        elif run.kind == "compress" and run.method == "head-masking":
+            pairs = tier["compression"].get("importance_pairs") or GLUE_TRAIN["STS-B"]
+            train_tokens = 2 * pairs * STS_TOKENS  # one backward pass for head importance
+    elif run.kind == "probe-encode":
+        p = tier.get("probing", {})
+        n = min(p.get("train_sentences") or math.inf, UD_SENTENCES["train"])
+        n += min(p.get("eval_sentences") or math.inf, UD_SENTENCES.get(run.split, UD_SENTENCES["dev"]))
+        infer_tokens = int(n) * UD_TOKENS
+        enc = tier.get("encode", {})
+        batch, seq = int(enc.get("batch_size", 64)), int(enc.get("max_length", 128))
+    a = architecture(spec, table)
+    if a is None:  # no transformer (static vectors), or a model the table cannot size: steps but no hours
+        cost.unknown = spec.get("kind") not in ("static-vectors", "lexical")
+        return cost
+    row = table["architectures"][a.name]
+    cost.arch = a.name + (" (scaled)" if a.scaled else "")
+    fwd_rate = 2 * row["params"] * row["forward_tokens_per_s"]  # FLOP/s the table's device reached
+    train_rate = 6 * row["params"] * row["train_tokens_per_s"]
+    t5 = row["model_type"] == "t5"
+    k = 6 if full else 4
+    cost.seconds = k * a.params * train_tokens / train_rate + 2 * a.params * infer_tokens / fwd_rate
+    seq = min(seq, int(spec.get("max_length", seq)))
+    cost.peak_mb = _memory_mb(a, batch, seq, bool(train_tokens), full, t5)
+    return cost
+
+
+def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple[str, float, str]]:
+    """(hub asset, bytes, how known) for each hub model the plans load; datasets are left out (tens of MB)."""
+    from .assets import needed_assets
+
+    out = []
+    by_id = {s.get("id"): s for s in tier["assets"].values()}
+    for h in needed_assets(plans, tier):
+        if h.repo_type != "model":
+            continue
+        spec = by_id.get(h.repo_id, {})
+        if spec.get("kind") == "static-vectors":
+            # GloVe 840B: 2,196,017 words x 300 float32 dimensions
+            out.append((h.repo_id, 2_196_017 * 300 * 4.0, "estimate: vocabulary x dimensions x 4 bytes"))
+            continue
+        a = architecture(spec, table)
+        if a is not None:
+            out.append((h.repo_id, a.params * BYTES_PER_PARAM, "estimate: parameters x 4 bytes, one float32 weight file"))
+        else:
+            out.append((h.repo_id, float("nan"), "unknown"))
+    return out
+
+
+def plan_costs(plans: list[ClaimPlan], table: dict) -> dict:
+    """Per claim and in total; a run that several claims share (same key) is counted once in the total."""
+    costs: dict[str, RunCost] = {}
+    claims = {}
+    owners: Counter = Counter()
+    for p in plans:
+        runs = all_runs(p.score_runs())
+        for key, r in runs.items():
+            if key not in costs:
+                costs[key] = run_cost(r, table)
+            owners[key] += 1
+        claims[p.claim.id] = _sum(costs[k] for k in runs)
+    total = _sum(costs.values())
+    by_rule: dict[str, dict] = {}
+    for c in costs.values():
+        row = by_rule.setdefault(c.kind, {"runs": 0, "seconds": 0.0, "peak_mb": 0.0})
+        row["runs"] += 1
+        row["seconds"] += c.seconds
+        row["peak_mb"] = max(row["peak_mb"], c.peak_mb)
+    shared = sum(1 for k in owners if owners[k] > 1)
+    return {"claims": claims, "total": total, "by_rule": by_rule, "shared": shared,
+            "shared_extra": sum(n - 1 for n in owners.values())}
+
+
+def _sum(costs) -> dict:
+    out = {"runs": Counter(), "steps": 0, "examples": 0, "seconds": 0.0, "unknown": 0}
+    for c in costs:
+        out["unknown"] += c.unknown
+        out["runs"][c.kind] += 1
+        out["steps"] += c.steps
+        out["examples"] += c.examples
+        out["seconds"] += c.seconds
+    return out
+
+
+def _hours(seconds: float) -> str:
+    h = seconds / 3600
+    return f"{h:,.1f}" if h >= 0.1 else f"{h:.3f}"
+
+
+def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) -> str:
+    """The cost table `plmclaims plan` prints."""
+    res = plan_costs(plans, table)
+    unit = "GPU-h" if table.get("device_type") == "cuda" else "CPU-h"
+    lines = [f"tier {tier['name']}: {len(plans)} claims; device-hours from {table_path.name} ({table['device']}, "
+             f"{table.get('dtype')}, measured {table.get('date')}, torch {table.get('torch')})"]
+    if table.get("device_type") != "cuda":
+        lines.append("  CPU figures: measured at short sequences on a CPU; they scale poorly to a GPU (expect a GPU to be "
+                     "100-1000x faster); run benchmarks/throughput.py on the GPU for its own table")
+    w = max([len(c) for c in res["claims"]] + [5])
+    head = f"{'claim':<{w}}  {'runs (by kind)':<44} {'steps':>10} {'examples':>12} {unit:>9}"
+    lines += ["", head, "-" * len(head)]
+
+    def row(name, s, kinds=None):
+        kinds = kinds or ", ".join(f"{n} {k}" for k, n in sorted(s["runs"].items()))
+        hours = _hours(s["seconds"]) + ("+?" if s["unknown"] else "")
+        return f"{name:<{w}}  {kinds:<44} {s['steps']:>10,} {s['examples']:>12,} {hours:>9}"
+
+    lines += [row(c, s) for c, s in res["claims"].items()]
+    total = res["total"]
+    lines += ["-" * len(head), row("total", total, f"{sum(total['runs'].values())} runs (by rule below)")]
+    if total["unknown"]:
+        lines.append(f"  +?: {total['unknown']} model runs on an architecture the table lacks; their hours are left out")
+    lines.append(f"  the total counts each run once: {res['shared']} runs are shared between claims "
+                 f"({res['shared_extra']} fewer than the per-claim rows add up to)")
+    lines += ["", f"{'rule':<20} {'runs':>6} {unit:>9} {'peak memory':>12}"]
+    for kind, r in sorted(res["by_rule"].items()):
+        where = f"{r['peak_mb'] / 1024:>9.1f} GiB" if kind in GPU_KINDS else f"{'(CPU)':>12}"
+        lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {_hours(r['seconds']):>9} {where}")
+    lines.append("  peak memory: analytic (float32 weights, gradients and Adam states when every weight trains, 16-bit "
+                 "activations at the budget's batch and length), the largest run of the rule")
+    disk = prefetch_disk(plans, tier, table)
+    if disk:
+        known = sum(b for _, b, _ in disk if not math.isnan(b))
+        lines += ["", f"prefetch disk: {known / 1e9:.1f} GB for {len(disk)} hub models (estimates; datasets not counted)"]
+        lines += [f"  {rid:<60} {b / 1e9:6.2f} GB  ({how})" for rid, b, how in disk]
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""The cost plan (`plmclaims plan`): per-claim and total figures from the planned runs and a throughput table."""
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+
+from plmclaims import costs
+from plmclaims.claims import load_claims
+from plmclaims.plan import all_runs, plan_all
+from plmclaims.tiers import load_tier
+
+TABLE = {"device": "test CPU", "device_type": "cpu", "dtype": "float32", "date": "2000-01-01", "torch": "x",
+         "architectures": {
+             "bert-base-uncased": {"model_type": "bert", "params": 100_000_000, "layers": 12, "hidden": 768, "heads": 12,
+                                   "assets": ["google-bert/bert-base-uncased"], "forward_tokens_per_s": 1000.0,
+                                   "train_tokens_per_s": 250.0},
+             "micro-bert": {"model_type": "bert", "params": 6_000_000, "layers": 4, "hidden": 256, "heads": 4,
+                            "assets": ["workflow:pretrain-mlm"], "forward_tokens_per_s": 5000.0, "train_tokens_per_s": 2000.0}}}
+
+
+@pytest.fixture(scope="module")
+def paper(repo):
+    tier = load_tier("paper")
+    return tier, plan_all(load_claims(repo / "replications"), tier)
+
+
+def test_total_is_per_claim_sum_minus_shared_runs(paper):
+    tier, plans = paper
+    res = costs.plan_costs(plans, TABLE)
+    per_claim_runs = sum(sum(c["runs"].values()) for c in res["claims"].values())
+    unique = all_runs(r for p in plans for r in p.score_runs())
+    assert sum(res["total"]["runs"].values()) == len(unique) == per_claim_runs - res["shared_extra"]
+    assert res["shared_extra"] > 0  # the lexical controls and the bert-base encodes are shared between STS claims
+    # steps and hours: per-claim sums minus each shared run's figures counted once too many
+    owners = {}
+    for p in plans:
+        for k in all_runs(p.score_runs()):
+            owners[k] = owners.get(k, 0) + 1
+    extra = [costs.run_cost(unique[k], TABLE) for k, n in owners.items() for _ in range(n - 1)]
+    for field in ("steps", "examples", "seconds"):
+        summed = sum(c[field] for c in res["claims"].values()) - sum(getattr(e, field) for e in extra)
+        assert res["total"][field] == pytest.approx(summed)
+    assert res["total"]["seconds"] > 0 and res["total"]["steps"] > 0
+
+
+def test_a_run_shared_by_two_claims_is_counted_once(paper):
+    tier, plans = paper
+    sts = [p for p in plans if p.claim.id in ("sts/glove-avg-beats-bert-avg", "sts/whitening-improves-bert")]
+    a, b = (set(all_runs(p.score_runs())) for p in sts)
+    assert a & b  # both read the bert-base encodes and the lexical controls
+    res = costs.plan_costs(sts, TABLE)
+    assert sum(res["total"]["runs"].values()) == len(a | b)
+    one = costs.plan_costs(sts[:1], TABLE)["total"]["seconds"]
+    two = costs.plan_costs(sts[1:], TABLE)["total"]["seconds"]
+    shared = sum(costs.run_cost(all_runs(sts[0].score_runs())[k], TABLE).seconds for k in a & b)
+    assert shared > 0 and res["total"]["seconds"] == pytest.approx(one + two - shared)
+
+
+def test_steps_follow_the_budget(paper):
+    tier, plans = paper
+    run = next(r for p in plans for r in p.score_runs() if r.kind == "finetune" and r.task == "RTE")
+    c = costs.run_cost(run, TABLE)
+    budget = tier["finetune"]["budget"]
+    assert c.steps == budget["epochs"] * -(-costs.GLUE_TRAIN["RTE"] // budget["batch_size"])
+    assert c.examples == budget["epochs"] * costs.GLUE_TRAIN["RTE"]
+
+
+def test_a_tier_without_training_has_zero_steps(repo):
+    tier = copy.deepcopy(load_tier("paper"))
+    plans = plan_all(load_claims(repo / "replications", ["sts"]), tier)  # encoding and scoring only
+    res = costs.plan_costs(plans, TABLE)
+    assert res["total"]["steps"] == 0 and res["total"]["examples"] == 0
+    assert res["total"]["seconds"] > 0  # the encodes still cost time
+
+
+def test_cli_prints_the_table_for_the_tiny_tier(repo, tmp_path):
+    table = tmp_path / "t.json"
+    import json
+
+    table.write_text(json.dumps(TABLE))
+    res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "plan", "--tier", "tiny", "--claims-dir",
+                          str(repo / "replications"), "--claims", "peft/*", "--throughput", str(table)],
+                         capture_output=True, text=True, cwd=repo, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "tier tiny: 4 claims" in out and "test CPU" in out and "scale poorly to a GPU" in out
+    assert "peft/lora-matches-finetuning" in out and "sts/" not in out
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    assert int(total.split()[1]) > 0 and "CPU-h" in out and "peak memory" in out
+
+
+def test_committed_table_is_read(repo):
+    path, table = costs.load_table()
+    assert path.parent == costs.TABLE_DIR and table["architectures"]
+    for name in ("bert-base-uncased", "roberta-base", "bert-large-cased", "t5-small", "t5-base", "gpt2-medium", "micro-bert"):
+        row = table["architectures"][name]
+        assert row["forward_tokens_per_s"] > 0 and row["train_tokens_per_s"] > 0 and row["params"] > 1e6

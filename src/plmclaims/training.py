@@ -53,6 +53,44 @@ def _room_for_text(model) -> int:
     return room
 
 
+def epoch_orders(n_examples: int, epochs: int, seed: int) -> list[np.ndarray]:
+    """The data order: one seeded permutation of the examples per epoch (the order seed's only use besides the
+    training sample and dropout, see finetune)."""
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(n_examples) for _ in range(epochs)]
+
+
+def run_seeds(params: dict, seed: int) -> tuple[int, int]:
+    """(head_seed, order_seed) of a fine-tuning run: the method parameters `head_seed` and `order_seed`, each the
+    run's seed where absent (so a run planned before the two existed keeps its key and its result)."""
+    return int(params.get("head_seed", seed)), int(params.get("order_seed", seed))
+
+
+def init_model(model_path: str, method: str, params: dict, num_labels: int, head_seed: int, order_seed: int):
+    """The model ready to train, its fresh parameters (the classifier head, and LoRA, adapter or prompt weights)
+    drawn from `head_seed`, and torch's generator left where `order_seed` puts it for the training loop (dropout).
+
+    Why build it under the order seed first: building consumes a fixed number of draws (the shapes fix it), so the
+    generator afterwards, which drives dropout, depends on the order seed alone; and with equal seeds this is exactly
+    the single-seed run the plan already had (same draws, same result). The fresh parameters are then redrawn from
+    the head seed in a forked generator, which leaves the order seed's stream (CPU and CUDA) untouched."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    def build():
+        model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=num_labels)
+        return methods.prepare(method, model, params)
+
+    torch.manual_seed(order_seed)
+    model = build()
+    if head_seed != order_seed:
+        with torch.random.fork_rng():
+            torch.manual_seed(head_seed)
+            fresh = build()
+        model.load_state_dict(fresh.state_dict())  # pre-trained weights are equal in both; only the fresh ones differ
+    return model
+
+
 def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: float, seed: int, device: str, desc: str,
                  progress: bool = True) -> list[float]:
     """The training loop both runners share: AdamW on the trainable parameters, linear warm-up (6%) and decay,
@@ -63,12 +101,11 @@ def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: f
 
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
     sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
-    rng = np.random.default_rng(seed)
     losses = []
     bar = tqdm(total=steps, desc=desc, unit="step", disable=not progress, mininterval=10)
     model.train()
-    for _ in range(epochs):
-        for batch in batches(rng.permutation(n_examples)):
+    for order in epoch_orders(n_examples, epochs, seed):
+        for batch in batches(order):
             loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
             loss.backward()
             opt.step()
@@ -94,17 +131,19 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
              progress: bool = True) -> tuple[dict, dict]:
     """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions)."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    torch.manual_seed(seed)
-    np.random.seed(seed)
+    # Two seeds (Dodge et al. 2020): the head seed draws the freshly initialised weights, the order seed the training
+    # sample, the order of the examples and dropout (training-time noise, drawn step by step like the order, so the
+    # head seed names a starting point and nothing else). Both default to the run's seed.
+    head_seed, order_seed = run_seeds(params, seed)
+    np.random.seed(order_seed)
     t0 = time.time()
-    train = sample(train, budget.get("max_train"), seed)
+    train = sample(train, budget.get("max_train"), order_seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=dev.num_labels)
-    model = methods.prepare(method, model, params)
+    model = init_model(model_path, method, params, dev.num_labels, head_seed, order_seed)
     counts = methods.count_parameters(model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
@@ -118,7 +157,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     # centred on the training mean and predicts with it added back; correlations do not change under the shift.
     offset = float(np.mean(train.labels)) if dev.num_labels == 1 else 0.0
     losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len, offset), len(train), epochs, steps, lr,
-                          seed, device, f"{method} {train.task} seed {seed}", progress)
+                          order_seed, device, f"{method} {train.task} seed {head_seed}/{order_seed}", progress)
     preds = []
     with torch.inference_mode():
         for batch in _batches(tokenizer, dev, np.arange(len(dev)), 64, max_len):
@@ -129,7 +168,8 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     peak = peak_memory_mb(device)
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},
               "parameters": counts, "train_examples": len(train), "steps": steps, "target_offset": offset, "loss_last": float(np.mean(losses[-20:])),
-              "loss_history": losses, "peak_memory_mb": round(peak, 1), "device": device, "train_wall_s": round(time.time() - t0, 2)}
+              "loss_history": losses, "head_seed": head_seed, "order_seed": order_seed, "peak_memory_mb": round(peak, 1),
+              "device": device, "train_wall_s": round(time.time() - t0, 2)}
     predictions = {f"{dev.task}::pred": pred, f"{dev.task}::gold": gold, f"{dev.task}::subsets": np.asarray([dev.task] * len(dev)),
                    f"{dev.task}::index": stats.document_index(dev.text_a, dev.text_b)}  # verdicts pair runs on it
     degenerate = stats.degenerate(pred, losses)  # constant or NaN predictions, NaN or diverged loss: no number to bootstrap

@@ -53,6 +53,47 @@ def test_explainable_variance():
         pytest.approx((3 + np.sqrt(5)) / 2 / 3)
 
 
+def test_anisotropy_pairs_only_different_words():
+    # rows 0 and 1 (word 5) are both (1, 1); row 2 (word 6) is (1, 0): every admissible pair has cosine 1/sqrt2, while
+    # pairing word 5 with itself (cosine 1) would raise the mean
+    v = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
+    ids = np.array([5, 5, 6])
+    i, j = geometry.different_word_pairs(ids, 200, seed=1)
+    assert len(i) == 200 and (ids[i] != ids[j]).all()
+    assert np.mean(i == 2) == pytest.approx(0.5, abs=0.1)  # uniform over the ordered pairs (0,2), (1,2), (2,0), (2,1)
+    assert geometry.pair_cosines(v, i, j) == pytest.approx(np.full(200, 1 / np.sqrt(2)))
+    assert np.array_equal(geometry.different_word_pairs(ids, 50, 3)[0], geometry.different_word_pairs(ids, 50, 3)[0])
+    with pytest.raises(ValueError, match="two distinct words"):
+        geometry.different_word_pairs(np.zeros(4, int), 10)
+
+
+def test_adjusted_self_similarity_hand_computed():
+    v = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0], [5.0, 5.0], [3.0, -1.0]])
+    ids = np.array([7, 7, 7, 9, 9, 4])
+    adj = geometry.adjusted_self_similarity(v, ids, anisotropy=0.3, min_occurrences=2)
+    assert adj == pytest.approx({7: (2 / np.sqrt(2)) / 3 - 0.3, 9: 1 - 0.3})
+    assert geometry.adjusted_self_similarity(v, ids, 0.3, min_occurrences=3) == pytest.approx({7: np.sqrt(2) / 3 - 0.3})
+
+
+def test_adjusted_explainable_variance_hand_computed():
+    # word 0 occurs twice as e1 (MEV 1); the other words are e2 and e3, so any two of their occurrences are
+    # orthogonal: singular values^2 (1, 1), baseline MEV 1/2 in every draw, adjusted 1 - 1/2
+    v = np.array([[1.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    out = geometry.adjusted_explainable_variance(v, np.array([0, 0, 1, 2]), min_occurrences=2, baseline_sets=3)
+    assert out.keys() == {0} and out[0] == pytest.approx((1.0, 0.5))
+    # word 0 as (1, 0), (1, 1): MEV (3 + sqrt5) / 6; four parallel occurrences of word 1: baseline 1 (with replacement)
+    v2 = np.array([[1.0, 0], [1, 1], [0, 3], [0, 3], [0, 3], [0, 3]])
+    out2 = geometry.adjusted_explainable_variance(v2, np.array([0, 0, 1, 1, 1, 1]), min_occurrences=2)
+    assert out2[0] == pytest.approx(((3 + np.sqrt(5)) / 6, 1.0))
+    # word 1 (four occurrences) has only two others' rows to draw from: with replacement, so each draw is some mix of
+    # (1, 0) and (1, 1), whose MEV lies between that of the two distinct rows, (3 + sqrt5) / 6, and 1 (one row repeated)
+    assert (3 + np.sqrt(5)) / 6 - 1e-9 <= out2[1][1] <= 1.0 and out2[1][0] == pytest.approx(1.0)
+    # identical occurrences everywhere: nothing beyond the layer's shared direction, adjusted 0
+    same = np.tile([[0.3, -2.0, 1.0]], (8, 1))
+    out3 = geometry.adjusted_explainable_variance(same, np.repeat([0, 1], 4), min_occurrences=2)
+    assert out3.keys() == {0, 1} and all(m == pytest.approx((1.0, 1.0)) for m in out3.values())
+
+
 def test_layer_summary_keys_and_adjustment():
     v = RNG.normal(size=(300, 8)) + 2.0
     words, sents = RNG.integers(0, 20, 300), np.repeat(np.arange(30), 10)

@@ -46,7 +46,12 @@ def matthews(y: np.ndarray, p: np.ndarray) -> float:
     return pearson(np.asarray(p, dtype=float), np.asarray(y, dtype=float))  # phi = Pearson on 0/1 labels
 
 
-METRICS = {"spearman": spearman, "pearson": pearson, "accuracy": accuracy, "f1": f1, "matthews": matthews}
+def mean(p: np.ndarray, y: np.ndarray) -> float:
+    """The mean of per-item values (geometry: a cosine per pair, a similarity per word); the gold is not read."""
+    return float(np.mean(p))
+
+
+METRICS = {"spearman": spearman, "pearson": pearson, "accuracy": accuracy, "f1": f1, "matthews": matthews, "mean": mean}
 
 
 def metric_function(name: str):
@@ -60,7 +65,8 @@ def chance(name: str, gold: np.ndarray) -> float:
     """The best score a predictor that ignores its input can reach: the metric's chance floor.
 
     Correlations and Matthews: 0. Accuracy: the majority class's share. F1: always predicting the
-    positive class (predicting the negative one scores 0)."""
+    positive class (predicting the negative one scores 0). Mean (of cosines, or similarities adjusted by their
+    baseline): 0, what isotropic vectors score on average."""
     gold = np.asarray(gold)
     if name == "accuracy":
         return float(np.unique(gold, return_counts=True)[1].max() / len(gold))

@@ -5,8 +5,6 @@ from __future__ import annotations
 from .family import Family
 
 FAMILIES = (
-    Family(name="intrinsic", package=None, evaluators=("intrinsic",), metrics=("cosine",),
-           methods=(), planned_methods=("self-similarity", "anisotropy")),
     # table-to-text generation (prefix-tuning's E2E and DART BLEU, CATALOG T12) and language-model perplexity
     Family(name="generation", package=None, evaluators=("lm-eval",), metrics=("bleu", "perplexity"),
            methods=(), planned_methods=("full-finetuning", "prefix-tuning", "lora")),

@@ -41,8 +41,28 @@ def anisotropy(vectors: np.ndarray, n_pairs: int = 1000, seed: int = 0) -> float
     i = rng.integers(n, size=n_pairs)
     j = rng.integers(n - 1, size=n_pairs)
     j = j + (j >= i)  # uniform over the other n - 1 rows, so a row is never paired with itself
+    return float(np.mean(pair_cosines(vectors, i, j)))
+
+
+def different_word_pairs(word_ids: np.ndarray, n_pairs: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """n_pairs (i, j) row pairs drawn uniformly among the pairs whose rows are occurrences of different words (seeded;
+    rejection sampling, so two occurrences of one word are never a pair): the items of the anisotropy baseline."""
+    ids = np.asarray(word_ids)
+    if len(np.unique(ids)) < 2:
+        raise ValueError("anisotropy over different words needs at least two distinct words")
+    rng = np.random.default_rng(seed)
+    i, j = np.empty(0, np.int64), np.empty(0, np.int64)
+    while len(i) < n_pairs:
+        a, b = rng.integers(len(ids), size=(2, 2 * n_pairs))
+        keep = ids[a] != ids[b]
+        i, j = np.concatenate([i, a[keep]]), np.concatenate([j, b[keep]])
+    return i[:n_pairs], j[:n_pairs]
+
+
+def pair_cosines(vectors: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The cosine of each row pair (i[k], j[k])."""
     u = _unit(vectors)
-    return float(np.mean(np.sum(u[i] * u[j], axis=1)))
+    return np.sum(u[i] * u[j], axis=1)
 
 
 def _mean_pair_cosine(unit: np.ndarray) -> float:
@@ -66,6 +86,36 @@ def mean_self_similarity(vectors: np.ndarray, word_ids: np.ndarray, min_occurren
     if not values:
         raise ValueError(f"no word occurs at least {min_occurrences} times")
     return float(np.mean(values)) - (adjust_by or 0.0)
+
+
+def adjusted_self_similarity(vectors: np.ndarray, word_ids: np.ndarray, anisotropy: float,
+                             min_occurrences: int = 5) -> dict[int, float]:
+    """Each word's self-similarity minus the layer's anisotropy (the paper's adjustment): 0 when its occurrences are
+    no more alike than occurrences of different words, 1 - anisotropy when they are identical."""
+    return {w: s - anisotropy for w, s in self_similarity(vectors, word_ids, min_occurrences).items()}
+
+
+def adjusted_explainable_variance(vectors: np.ndarray, word_ids: np.ndarray, min_occurrences: int = 5,
+                                  baseline_sets: int = 5, seed: int = 0) -> dict[int, tuple[float, float]]:
+    """(MEV, baseline) of every word with at least min_occurrences occurrences; the adjusted MEV is MEV - baseline.
+
+    The baseline is the mean MEV of `baseline_sets` seeded draws of as many occurrences of other words (without
+    replacement where there are enough): the share a first principal component takes of any n vectors of this
+    layer, which is at least 1/n and grows with the layer's anisotropy. The paper adjusts by the first component's
+    share for uniformly sampled vectors; drawing the word's own count removes the 1/n floor too, so 0 means a
+    static vector explains no more of the word's occurrences than of random ones."""
+    ids = np.asarray(word_ids)
+    raw = explainable_variance(vectors, ids, min_occurrences)
+    v = np.asarray(vectors, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for w, mev in raw.items():
+        others = np.flatnonzero(ids != w)
+        n = int(np.sum(ids == w))
+        draws = [rng.choice(others, n, replace=len(others) < n) for _ in range(baseline_sets)]
+        base = [explainable_variance(v[d], np.zeros(n, int), 2)[0] for d in draws]
+        out[w] = (mev, float(np.mean(base)))
+    return out
 
 
 def intra_sentence_similarity(vectors: np.ndarray, sentence_ids: np.ndarray) -> float:

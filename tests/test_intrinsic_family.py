@@ -1,0 +1,201 @@
+"""The intrinsic family (issue 11: T1 / P5, Ethayarajh 2019): geometry runs per layer that share the probing family's
+encode, real runs on a small model whose per-item values the verdict engine reads, and the verdicts of synthetic
+layers whose geometry we control."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from plmclaims import plan as P
+from plmclaims.claims import check_against_tier, load_claim
+from plmclaims.errors import UserError
+from plmclaims.provenance import atomic_save_npz, atomic_write_json
+from plmclaims.tiers import load_tier, with_overrides
+from plmclaims.verdicts import decide_claim
+
+ANISO = "intrinsic/anisotropy-upper-layers"
+SELF = "intrinsic/self-similarity-falls"
+MEV = "intrinsic/static-vector-explains-little"
+CLAIMS = (ANISO, SELF, MEV)
+BENCH = {ANISO: "anisotropy", SELF: "self-similarity", MEV: "explainable-variance"}
+
+
+def _claim(repo, cid):
+    return load_claim(repo / "replications" / f"{cid}.yaml", repo / "replications")
+
+
+@pytest.mark.parametrize("tier_name, layers, instances", [
+    ("tiny", 2, {"micro-bert.s1"}), ("micro", 4, {"micro-bert.s1", "micro-bert.s2"}), ("paper", 12, {"bert-base-uncased"})])
+def test_one_run_per_layer_shares_the_probing_encode(repo, tier_name, layers, instances):
+    tier = load_tier(tier_name)
+    probing = P.plan_claim(_claim(repo, "probing/structural-probe-middle-layers"), tier).measurements["layer0"].runs
+    encodes = {r.instance: r.upstream[0] for r in probing}
+    runs = {}
+    for cid in CLAIMS:
+        ms = P.plan_claim(_claim(repo, cid), tier).measurements
+        assert list(ms["layers"].points) == list(range(layers + 1))
+        assert {r.instance for r in ms["upper"].runs} == instances
+        assert {r.layer for r in ms["upper"].runs} == {round(10 * layers / 12)}
+        assert {r.instance for r in ms["layers"].controls} == {f"{i.split('.')[0]}.random-s{s}" for i in instances
+                                                                for s in tier["controls"]["random_weights_seeds"]}
+        for r in ms["layers"].runs + ms["layers"].controls:
+            assert r.kind == "geometry" and r.upstream[0].kind == "probe-encode" and r.split == "dev"
+            if r.instance in encodes:  # the very encode the probing family plans: computed once for both
+                assert r.upstream[0] == encodes[r.instance]
+            runs.setdefault((r.instance, r.layer), set()).add(r.key)
+    # every claim reads the same run per (instance, layer): one job scores all three benchmarks
+    assert all(len(keys) == 1 for keys in runs.values())
+    assert len(runs) == (layers + 1) * (len(instances) + len(tier["controls"]["random_weights_seeds"]))
+
+
+def test_keys_follow_the_settings(repo):
+    tier = load_tier("micro")
+    base = P.plan_claim(_claim(repo, ANISO), tier).measurements["upper"].runs[0]
+    pairs = P.plan_claim(_claim(repo, ANISO), with_overrides(tier, {"intrinsic.pairs": 500})).measurements["upper"].runs[0]
+    assert pairs.key != base.key and pairs.upstream == base.upstream
+    probe = P.plan_claim(_claim(repo, ANISO), with_overrides(tier, {"probing.structural.rank": 8})).measurements["upper"].runs[0]
+    assert probe == base  # a probe setting is no geometry setting
+    sample = P.plan_claim(_claim(repo, ANISO), with_overrides(tier, {"probing.train_sentences": 900})).measurements["upper"].runs[0]
+    assert sample.upstream != base.upstream and sample.key != base.key
+    no_section = {k: v for k, v in tier.items() if k != "intrinsic"}
+    pm = P.plan_claim(_claim(repo, ANISO), no_section).measurements["upper"]
+    assert pm.status == "not-run" and "'intrinsic'" in pm.reason
+
+
+def test_a_layer_the_model_lacks_is_refused_in_one_line(tmp_path, repo):
+    data = yaml.safe_load((repo / "replications" / f"{ANISO}.yaml").read_text())
+    data["measurements"]["upper"]["params"]["layer"] = 9
+    path = tmp_path / "claims" / f"{ANISO}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match="has layers 0-4"):
+        check_against_tier(load_claim(path, tmp_path / "claims"), load_tier("micro"))
+
+
+# ---------------------------------------------------------------- real runs, read by the verdict engine
+
+def _execute(run, tier, data_root, roots):
+    from plmclaims.families.intrinsic import runs as geometry_runs
+    from plmclaims.families.probing import runs as probing_runs
+
+    out = Path(run.path(roots["results"]))
+    if out.exists():
+        return
+    view = run.tier(tier["name"], tier["_path"])
+    if run.kind == "probe-encode":
+        probing_runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out)
+    else:
+        _execute(run.upstream[0], tier, data_root, roots)
+        geometry_runs.geometry(view, run, str(data_root), Path(run.upstream[0].path(roots["results"])), out)
+
+
+def test_runs_write_values_the_verdict_engine_reads(tmp_path, repo, data_root):
+    """The three claims on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies."""
+    tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},
+                                              "probing.layers": {"all-minilm-l6-v2": 6}})
+    roots = {"results": str(tmp_path / "results"), "resources": str(tmp_path / "resources")}
+    for cid in CLAIMS:
+        bench = BENCH[cid]
+        cplan = P.plan_claim(_claim(repo, cid), tier)
+        for run in cplan.score_runs():
+            _execute(run, tier, data_root, roots)
+        verdict = decide_claim(cplan, tier, roots["results"])
+        assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
+        for name, pm in cplan.measurements.items():
+            for run in pm.runs:
+                metrics = json.loads(Path(run.path(roots["results"])).read_text())
+                values = metrics["values"]["benchmarks"]
+                npz = np.load(Path(run.path(roots["results"])).with_name("predictions.npz"))
+                for b in BENCH.values():  # one run holds every benchmark, whichever claim planned it
+                    assert np.mean(npz[f"{b}::pred"]) == pytest.approx(values[b]["mean"])
+                    assert len(npz[f"{b}::index"]) == values[b]["examples"] == len(npz[f"{b}::gold"])
+                    assert not npz[f"{b}::gold"].any()
+                assert -1 <= values["anisotropy"]["mean"] <= 1 and values["anisotropy"]["examples"] == 200
+                assert values["self-similarity"]["unadjusted"] == pytest.approx(
+                    values["self-similarity"]["mean"] + values["anisotropy"]["mean"])
+                assert values["explainable-variance"]["unadjusted"] - values["explainable-variance"]["baseline"] == \
+                    pytest.approx(values["explainable-variance"]["mean"])
+                shown = verdict["measurements"][name]
+                if pm.points:
+                    shown = next(p for p in shown["curve"] if p["x"] == run.layer)
+                assert shown["per_benchmark"][bench]["measured"] == pytest.approx(100 * values[bench]["mean"])
+                assert shown["floors"]["chance"][bench] == 0
+                assert metrics["provenance"]["data_sha256"]
+        assert [p["x"] for p in verdict["measurements"]["layers"]["curve"]] == list(range(7))
+        assert all(c["outcome"] in ("holds", "contradicted", "inconclusive") for c in verdict["checks"]), verdict["checks"]
+    # the layer-0 vectors of a word differ only by position and context-free sub-word averaging: nearly static
+    first = json.loads(Path(cplan.measurements["layer0"].runs[0].path(roots["results"])).read_text())["values"]
+    assert first["benchmarks"]["self-similarity"]["unadjusted"] > 0.5 and first["word_types"] > 50
+
+
+def test_measure_on_planted_geometry():
+    """Words as a shared direction plus a word vector plus context noise: the adjusted self-similarity and the
+    explainable variance fall as the noise (context) grows, the anisotropy follows the shared direction."""
+    from plmclaims.families.intrinsic.runs import measure
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in rng.integers(0, 30, 900)]
+    ids = np.unique(words, return_inverse=True)[1]
+    base, shared = rng.normal(size=(30, 64)), rng.normal(size=64)
+    rows = np.array([f"s{k}" for k in range(900)])
+    settings = {"pairs": 3000, "min_occurrences": 5, "baseline_sets": 3, "seed": 0}
+    out = {}
+    for noise in (0.1, 3.0):
+        # expected cosines: different words |shared|^2 / (|shared|^2 + |base|^2 + noise^2 d) ~ 1/2 at noise 0.1, ~ 0.09
+        # at noise 3; two occurrences of one word ~ 1 and ~ 0.18: adjusted self-similarity ~ 0.5 and ~ 0.09
+        x = shared + base[ids] + noise * rng.normal(size=(900, 64))
+        out[noise], items = measure(x, words, rows, settings)
+    assert out[0.1]["anisotropy"]["mean"] == pytest.approx(0.5, abs=0.1)
+    assert out[3.0]["anisotropy"]["mean"] == pytest.approx(0.09, abs=0.05)
+    assert out[0.1]["self-similarity"]["mean"] == pytest.approx(0.5, abs=0.1)
+    assert out[3.0]["self-similarity"]["mean"] == pytest.approx(0.09, abs=0.05)
+    assert out[0.1]["explainable-variance"]["mean"] > out[3.0]["explainable-variance"]["mean"]
+    assert len(items["self-similarity"]["pred"]) == 30 and len(set(items["anisotropy"]["index"])) > 2900
+    with pytest.raises(ValueError, match="no word occurs 1000 times"):
+        measure(x, words, rows, {**settings, "min_occurrences": 1000})
+
+
+# ---------------------------------------------------------------- synthetic verdicts
+
+def _write_synthetic(cplan, tmp_path, value_of, n=300):
+    rng = np.random.default_rng(0)
+    noise = {b: rng.normal(scale=0.05, size=n) for b in BENCH.values()}
+    for pm in cplan.measurements.values():
+        for run in pm.runs + pm.controls:
+            out = Path(run.path(str(tmp_path)))
+            arrays, values = {}, {}
+            for b in BENCH.values():
+                pred = value_of(b, run.layer, "random" in run.instance) + noise[b]
+                arrays.update({f"{b}::pred": pred, f"{b}::gold": np.zeros(n), f"{b}::subsets": np.full(n, "ewt-dev"),
+                               f"{b}::index": np.arange(n)})
+                values[b] = {"mean": float(pred.mean())}
+            atomic_save_npz(out.with_name("predictions.npz"), **arrays)
+            atomic_write_json(out, {"values": {"benchmarks": values}})
+
+
+def test_synthetic_verdicts(tmp_path, repo):
+    """Ethayarajh's BERT shape scaled to the 4-layer micro-BERT: anisotropy rises then drops at the top, adjusted
+    self-similarity and explainable variance fall; the random twin is as anisotropic (no floor, so no matter)."""
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    curves = {"anisotropy": [0.10, 0.25, 0.40, 0.60, 0.45], "self-similarity": [0.85, 0.70, 0.45, 0.20, 0.30],
+              "explainable-variance": [0.30, 0.20, 0.10, 0.03, 0.04]}
+    for cid in CLAIMS:
+        cplan = P.plan_claim(_claim(repo, cid), tier)
+        _write_synthetic(cplan, tmp_path / "ok", lambda b, layer, random: 0.7 if random else curves[b][layer])
+        verdict = decide_claim(cplan, tier, str(tmp_path / "ok"))
+        assert [c["outcome"] for c in verdict["checks"]] == ["holds", "holds"], verdict["checks"]
+        assert verdict["verdict"] == "reproduced", verdict["note"]
+        curve = verdict["measurements"]["layers"]["curve"]
+        assert [p["per_benchmark"][BENCH[cid]]["measured"] for p in curve] == pytest.approx(
+            [100 * v for v in curves[BENCH[cid]]], abs=1.0)
+        assert curve[3]["floors"]["random-weights"][BENCH[cid]] == pytest.approx(70, abs=1.0)  # shown beside
+        # flat geometry (no contextualisation) contradicts every check
+        flat = {b: [v[0]] * 5 if b == "anisotropy" else [v[0] + 0.1 * layer for layer in range(5)] for b, v in curves.items()}
+        _write_synthetic(cplan, tmp_path / "flat", lambda b, layer, random: flat[b][layer])
+        bad = decide_claim(cplan, tier, str(tmp_path / "flat"))
+        expected = ["inconclusive"] * 2 if cid == ANISO else ["contradicted"] * 2  # equal layers: no difference
+        assert [c["outcome"] for c in bad["checks"]] == expected, bad["checks"]

@@ -1,9 +1,12 @@
-"""GLUE measurements to runs: one fine-tuning run per (instance, method, task, seed), scored on the dev split."""
+"""GLUE measurements to runs: one fine-tuning run per (instance, method, task, seed), scored on the dev split; a
+measurement with `seeds` sweeps the tier's grid of (head seed, order seed) pairs instead (a curve along the seed
+axis, one point per pair)."""
 from __future__ import annotations
 
 from ...claims import Claim, Measurement
 from ...data import verify
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, plan_task_runs
+from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
+                     plan_task_runs)
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 
@@ -17,9 +20,51 @@ def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, p
     return make_run("finetune", fields, view, (model,) if model else (), params)
 
 
+def grid_run(tier: dict, instance: str, method: str, task: str, head: int, order: int, params: dict) -> Run:
+    """The run of one grid point. Its seed (folder s<seed>, training sample, data order, dropout) is the order seed;
+    a head seed that differs is a method parameter. So the point (s, s) is the plain run of seed s, key and all, and
+    a grid reuses every run another claim already has for its seeds."""
+    extra = {} if head == order else {"head_seed": int(head)}
+    return finetune_run(tier, instance, method, task, order, {**params, **extra})
+
+
+def grid_points(tier: dict, m: Measurement) -> list[tuple[int, int]] | None:
+    """The (head seed, order seed) pairs a measurement sweeps: `seeds: all` is the tier's finetune.seed_grid (every
+    head seed with every order seed, head-major: x = head index * len(order) + order index), a list names its pairs.
+    None: the tier has no grid."""
+    seeds = m.params["seeds"]
+    if seeds != "all":
+        return [(int(h), int(o)) for h, o in seeds]
+    grid = tier.get("finetune", {}).get("seed_grid")
+    return None if grid is None else [(h, o) for h in grid["head"] for o in grid["order"]]
+
+
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     run_of = lambda instance, task, seed, params: finetune_run(tier, instance, m.method, task, seed, params)  # noqa: E731
-    return plan_task_runs(claim, m, tier, pm, role, run_of, ENCODER_KINDS)
+    pm = plan_task_runs(claim, m, tier, pm, role, run_of, ENCODER_KINDS)
+    if "seeds" not in m.params or pm.status != "ok":
+        return pm
+    # a seed grid: the same checks, tasks and instance as one run per seed, then one run per task at each grid point
+    points = grid_points(tier, m)
+    if points is None:
+        return pm.not_run(f"tier {tier['name']} has no seed grid (finetune.seed_grid) for 'seeds: all'")
+    instance = pm.runs[0].instance
+    tasks = list(dict.fromkeys(r.task for r in pm.runs))
+    params = {k: v for k, v in method_params(tier, "finetune", m).items() if k != "seeds"}
+    pm.points = {x: [grid_run(tier, instance, m.method, t, h, o, params) for t in tasks] for x, (h, o) in enumerate(points)}
+    pm.runs = [r for rs in pm.points.values() for r in rs]
+    return pm
+
+
+def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:
+    """The claim's tasks outside the tier's finetune.seed_grid.tasks, with the reason, for a claim that sweeps the
+    grid (a test tier runs its grid on one task). plan.skipped_tasks must add these to the section's skip_tasks, so
+    the planner and the verdict leave them out alike; until it does, the grid runs on every task the tier runs."""
+    grid = tier.get("finetune", {}).get("seed_grid", {})
+    if "tasks" not in grid or not any(m.params.get("seeds") == "all" for m in claim.measurements.values()):
+        return {}
+    why = f"the tier's seed grid runs on {', '.join(grid['tasks'])} only (finetune.seed_grid.tasks)"
+    return {t: why for t in claim.protocol["benchmarks"] if t not in grid["tasks"]}
 
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:

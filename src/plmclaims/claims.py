@@ -341,9 +341,21 @@ def load_claims(root: Path | str, selected: list[str] | None = None) -> list[Cla
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
         raise UserError(f"{root}: claim ids must be unique; duplicated: {', '.join(sorted(dupes))}")
-    if selected:
-        unknown = set(selected) - set(ids)
-        if unknown:
-            raise UserError(one_line(f"config field 'claims': unknown claim ids {sorted(unknown)}; allowed values: {', '.join(ids)}"))
-        claims = [c for c in claims if c.id in selected]
-    return claims
+    return select_claims(claims, selected) if selected else claims
+
+
+def select_claims(claims: list[Claim], patterns: list[str]) -> list[Claim]:
+    """The claims (in load order) that any pattern names: an exact id, a glob over ids (fnmatch: 'probing/*') or a
+    family, bare ('compression': the id's folder, or the protocol family such as 'glue'). A pattern that names
+    nothing is refused: a typo must not silently run fewer claims."""
+    from fnmatch import fnmatchcase
+
+    def hits(c: Claim, pat: str) -> bool:
+        return fnmatchcase(c.id, pat) or pat in (c.id.partition("/")[0], c.protocol["family"])
+
+    for pat in patterns:
+        if not any(hits(c, pat) for c in claims):
+            fams = sorted({c.id.partition("/")[0] for c in claims} | {c.protocol["family"] for c in claims})
+            raise UserError(one_line(f"config field 'claims': {short(pat)} matches no claim (unknown claim ids, globs or "
+                                     f"families); families: {', '.join(fams)}; ids: {', '.join(c.id for c in claims)}"))
+    return [c for c in claims if any(hits(c, pat) for pat in patterns)]

@@ -196,3 +196,59 @@ def test_synthetic_t2_verdict(tmp_path, repo):
     contradicted = decide_claim(cplan, tier, str(tmp_path))
     assert contradicted["checks"][1]["outcome"] in ("contradicted", "inconclusive")
     assert contradicted["verdict"] != "reproduced"
+
+
+# ---------------------------------------------------------------- embryology (T3): a curve along pre-training steps
+
+T3 = "probing/embryology"
+
+
+def test_a_step_curve_probes_each_checkpoint_with_the_initialisation_as_step_0(repo):
+    tier = load_tier("micro")
+    pm = P.plan_claim(_claim(repo, T3), tier).measurements["steps"]
+    assert list(pm.points) == [0, 100, 300, 600]
+    assert {r.instance for r in pm.points[0]} == {"micro-bert.random-s1", "micro-bert.random-s2"}
+    assert [sorted({r.upstream[0].params.get("step") for r in pm.points[s]}) for s in (100, 300)] == [[100], [300]]
+    # the last step is the final model: its runs are T2's middle-layer runs, computed once for both claims
+    t2 = P.plan_claim(_claim(repo, T2), tier).measurements["middle"]
+    assert {r.key for r in pm.points[600]} == {r.key for r in t2.runs}
+    assert len({r.upstream[0].key for r in pm.runs}) == 2 * 3 + 2  # an encode per (seed, checkpoint), one per twin
+    # a model the workflow does not pre-train has no checkpoints: not run, with the reason
+    paper = P.plan_claim(_claim(repo, T3), load_tier("paper")).measurements["steps"]
+    assert paper.status == "not-run" and "does not pre-train" in paper.reason
+
+
+def test_a_step_checkpoint_loads_the_weights_saved_at_that_step(tmp_path):
+    from plmclaims.plan import model_dir
+
+    tier = load_tier("micro")
+    final, at_100 = model_dir("res", tier, "micro-bert.s1"), model_dir("res", tier, "micro-bert.s1", 100)
+    assert final.endswith("/checkpoints/step-600") and at_100 == final.replace("step-600", "step-100")
+
+
+def test_synthetic_embryology_verdict(tmp_path, repo):
+    """POS has nearly all its gain by step 100; dependencies gain until 600; the initialisation sits at 30%."""
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    cplan = P.plan_claim(_claim(repo, T3), tier)
+    rng = np.random.default_rng(1)
+    n = 600
+    gold = {t: rng.integers(0, 6, n) for t in ("upos", "dependency")}
+    acc = {("upos", 100): 0.78, ("upos", 300): 0.8, ("upos", 600): 0.8,
+           ("dependency", 100): 0.5, ("dependency", 300): 0.7, ("dependency", 600): 0.8}
+    order = rng.permutation(n)
+    step_of = {r.key: s for s, rs in cplan.measurements["steps"].points.items() for r in rs}
+    for run in cplan.score_runs():
+        a = 0.3 if step_of[run.key] == 0 else acc[(run.task, step_of[run.key])]
+        pred = gold[run.task].copy()
+        wrong = order[int(a * n):]
+        pred[wrong] = (pred[wrong] + 1) % 6
+        out = Path(run.path(str(tmp_path)))
+        atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold[run.task],
+                                                              f"{run.task}::subsets": np.full(n, "ewt-dev"),
+                                                              f"{run.task}::index": np.arange(n)})
+        atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": a}}}})
+    verdict = decide_claim(cplan, tier, str(tmp_path))
+    assert [c["outcome"] for c in verdict["checks"]] == ["holds", "holds"], verdict["checks"]
+    expected = verdict["checks"][0]["details"][0]["expected"]
+    # POS: gains 48 at 100, 2 at 300 -> (100*48 + 300*2) / 50 = 108; dependencies: 20, 20, 10 -> 14000 / 50 = 280
+    assert expected["upos"] == pytest.approx(108, abs=2) and expected["dependency"] == pytest.approx(280, abs=2)

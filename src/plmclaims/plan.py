@@ -229,13 +229,14 @@ def lm_model_dir(resources: str, tier: dict, instance: str) -> str | None:
     return f"{run.dir(resources)}/model" if run else None
 
 
-def model_dir(resources: str, tier: dict, instance: str) -> str | None:
-    """Where a workflow-trained instance's final weights live (None for packaged or hub models)."""
+def model_dir(resources: str, tier: dict, instance: str, step: int | None = None) -> str | None:
+    """Where a workflow-trained instance's final weights (or those it saved at `step`) live (None for packaged or hub
+    models)."""
     inst = Instance.parse(instance, tier)
     if inst.kind != "pretrain-mlm" or inst.random:
         return None
-    steps = tier["assets"][inst.asset]["train"]["steps"]
-    return f"{pretrain_run(tier, inst.asset, inst.seed).dir(resources)}/checkpoints/step-{steps}"
+    step = step or tier["assets"][inst.asset]["train"]["steps"]
+    return f"{pretrain_run(tier, inst.asset, inst.seed).dir(resources)}/checkpoints/step-{step}"
 
 
 def tokenizer_dir(resources: str, tier: dict, asset: str) -> str:

@@ -56,10 +56,11 @@ def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Pat
 
 # ---------------------------------------------------------------- encode
 
-def model_source(tier: dict, inst: Instance, resources: str) -> str:
+def model_source(tier: dict, inst: Instance, resources: str, step: int | None = None) -> str:
+    """Where an instance's weights load from; `step`: a workflow-trained model's checkpoint saved at that step."""
     spec = tier["assets"][inst.asset]
     if inst.kind == "pretrain-mlm":
-        return plan.tokenizer_dir(resources, tier, inst.asset) if inst.random else plan.model_dir(resources, tier, inst.name)
+        return plan.tokenizer_dir(resources, tier, inst.asset) if inst.random else plan.model_dir(resources, tier, inst.name, step)
     if spec["source"] == "package":
         import importlib
 
@@ -79,8 +80,8 @@ def hub_revision(tier: dict, instance: str) -> str | None:
     return hub.commit(spec["id"], "model", spec.get("revision")) if spec.get("source") == "hub" else None
 
 
-def load_encoder(tier: dict, inst: Instance, resources: str):
-    path = model_source(tier, inst, resources)
+def load_encoder(tier: dict, inst: Instance, resources: str, step: int | None = None):
+    path = model_source(tier, inst, resources, step)
     if inst.kind == "pretrain-mlm" and inst.random:
         # the random twin shares the tokenizer and architecture, not the weights
         import torch

@@ -53,6 +53,9 @@ def resolve_layer(value, n_layers: int) -> int:
     return 0 if k == 0 else max(1, int(k * n_layers / n + 0.5))
 
 
+STEP_WHAT = "'all': every checkpoint the workflow's pre-training saves, with the random initialisation as step 0"
+
+
 def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -> None:
     """The method scores its own tasks only, and an absolute layer must exist in the tier's model."""
     where = f"{claim.path}: field 'measurements.{m.name}"
@@ -63,6 +66,8 @@ def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -
     if "layer" not in m.params:
         raise UserError(f"{where}.params': {m.method} needs 'layer': {LAYER_WHAT}")
     layer = m.params["layer"]
+    if m.params.get("step") == "all" and layer == "all":
+        raise UserError(f"{where}.params': a curve sweeps one axis: 'step: all' needs one layer, not 'layer: all'")
     n = depth(tier, asset) if spec["kind"] in ENCODER_KINDS else None
     if isinstance(layer, int) and n is not None and layer > n:
         raise UserError(f"{where}.params.layer': got {layer}; tier {tier['name']} maps role '{m.role}' to '{asset}', "
@@ -76,10 +81,10 @@ FAMILY = Family(
     metrics=("accuracy",),
     methods=tuple(METHOD_TASKS),
     benchmarks=LINEAR_TASKS + STRUCTURAL_TASKS,
-    method_params={"probe-linear": ("layer",), "structural-probe": ("layer",)},
-    param_types={"layer": (LAYER_WHAT, _is_layer)},
+    method_params={"probe-linear": ("layer", "step"), "structural-probe": ("layer", "step")},
+    param_types={"layer": (LAYER_WHAT, _is_layer), "step": (STEP_WHAT, lambda v: v == "all")},
     protocol={"split": ("dev", "test"), "similarity": None, "text_form": None},
-    axes={"layer": "layer"},
+    axes={"layer": "layer", "step": "step"},
     layouts={
         "probe-encode": Layout("results", "runs/probe-encode/{instance}/{split}/{key}", "words.npz"),
         "probe": Layout("results", "runs/probe/{instance}/{method}/{task}/{split}/l{layer}/{key}", "metrics.json"),

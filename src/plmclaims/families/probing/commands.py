@@ -7,7 +7,8 @@ from pathlib import Path
 def cmd_probe_encode(args, run, tier) -> None:
     from .runs import encode
 
-    encode(tier, run.instance, run.split, args.data_root, args.resources, Path(args.out), args.threads)
+    encode(tier, run.instance, run.split, args.data_root, args.resources, Path(args.out), args.threads,
+           step=run.params.get("step"))
 
 
 def cmd_probe(args, run, tier) -> None:

@@ -13,18 +13,29 @@ SAMPLE = ("probing.train_sentences", "probing.eval_sentences", "probing.max_word
 SETTINGS = {"probe-linear": "probing.linear", "structural-probe": "probing.structural"}
 
 
-def encode_run(tier: dict, instance: str, split: str) -> Run:
-    """Word vectors of every layer for the seeded UD sample (train and the scored split) of one instance."""
+def encode_run(tier: dict, instance: str, split: str, step: int | None = None) -> Run:
+    """Word vectors of every layer for the seeded UD sample (train and the scored split) of one instance: its final
+    weights, or the checkpoint its pre-training saved at `step`."""
     view = merge(pick(tier, "data.ud", *SAMPLE, "encode"), asset_view(tier, instance))
     model = model_run(tier, instance)
-    return make_run("probe-encode", {"instance": instance, "split": split}, view, (model,) if model else ())
+    return make_run("probe-encode", {"instance": instance, "split": split}, view, (model,) if model else (),
+                    {"step": int(step)} if step else None)
 
 
-def probe_run(tier: dict, instance: str, method: str, task: str, split: str, layer: int) -> Run:
+def probe_run(tier: dict, instance: str, method: str, task: str, split: str, layer: int, step: int | None = None) -> Run:
     """One probe fitted on one layer's train vectors and scored on the split: metrics.json + predictions.npz."""
     view = merge(pick(tier, "data.ud", "probing.seed", SETTINGS[method]), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "split": split, "layer": int(layer)}
-    return make_run("probe", fields, view, (encode_run(tier, instance, split),))
+    return make_run("probe", fields, view, (encode_run(tier, instance, split, step),))
+
+
+def checkpoint_steps(tier: dict, asset: str) -> list[int] | None:
+    """The steps a workflow-trained model's pre-training saves weights at (its checkpoints and the last step); None
+    for a model the workflow does not train."""
+    spec = tier["assets"][asset]
+    if spec["kind"] != "pretrain-mlm":
+        return None
+    return sorted({int(c) for c in spec["train"].get("checkpoints", [])} | {int(spec["train"]["steps"])})
 
 
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
@@ -40,9 +51,25 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     split = claim.protocol["split"]
     twins = "random-weights" in claim.controls and m.role == "raw-encoder"
 
-    def runs(insts, layer: int) -> list[Run]:
-        return [probe_run(tier, i.name, m.method, task, split, layer) for task in claim.protocol["benchmarks"] for i in insts]
+    def runs(insts, layer: int, step: int | None = None) -> list[Run]:
+        return [probe_run(tier, i.name, m.method, task, split, layer, step)
+                for task in claim.protocol["benchmarks"] for i in insts]
 
+    if m.params.get("step") == "all":  # a curve along pre-training: the initialisation, each checkpoint, the end
+        steps = checkpoint_steps(tier, asset)
+        if steps is None:
+            return pm.not_run(f"role '{m.role}' maps to '{asset}', which the workflow does not pre-train, so no "
+                              f"intermediate checkpoints exist at tier {tier['name']} (MultiBERTs' would serve; not pinned yet)")
+        layer = resolve_layer(m.params["layer"], n)
+        final = steps[-1]
+        # step 0 is the same architecture at its random initialisation: the random-weights twin
+        pm.points = {0: runs(random_twins(tier, asset), layer)}
+        pm.points.update({s: runs(instances(tier, asset), layer, None if s == final else s) for s in steps})
+        pm.runs = [r for rs in pm.points.values() for r in rs]
+        if twins:
+            pm.control_points = {s: pm.points[0] for s in pm.points}
+            pm.controls = list(pm.points[0])
+        return pm
     if m.params["layer"] == "all":  # a curve: every layer from the embeddings (0) to the top
         pm.points = {layer: runs(instances(tier, asset), layer) for layer in range(n + 1)}
         pm.runs = [r for rs in pm.points.values() for r in rs]

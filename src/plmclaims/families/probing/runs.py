@@ -30,9 +30,10 @@ def sample(data: ud.UdData, k: int | None, max_words: int | None, seed: int) -> 
 
 
 def encode(tier: dict, instance: str, split: str, data_root: str | None, resources: str, out: Path,
-           threads: int | None = None) -> None:
+           threads: int | None = None, step: int | None = None) -> None:
     """Word vectors (sub-word tokens averaged per UD word) of every hidden-state layer; writes words.npz with, per
-    part, the kept sentence indices and one (n_words, d) float16 array per layer."""
+    part, the kept sentence indices and one (n_words, d) float16 array per layer. `step`: the weights pre-training
+    saved at that step instead of its final ones."""
     import torch
 
     if threads:
@@ -41,10 +42,11 @@ def encode(tier: dict, instance: str, split: str, data_root: str | None, resourc
     enc = tier.get("encode", {})
     max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
     config = {"instance": instance, "split": split, "probing": {k: pr.get(k) for k in ("train_sentences", "eval_sentences", "max_words", "seed")},
-              "tier": tier["name"], "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance)}
+              "tier": tier["name"], "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance),
+              "step": step}
     arrays, stats = {}, {}
     with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
-        model, tok, path = runs.load_encoder(tier, inst, resources)
+        model, tok, path = runs.load_encoder(tier, inst, resources, step)
         for part, name, k in (("train", "train", pr.get("train_sentences")), ("eval", split, pr.get("eval_sentences"))):
             data = load_split(tier, name, data_root)
             ids = sample(data, k, pr.get("max_words"), int(pr.get("seed", 0)))

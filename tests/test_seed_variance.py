@@ -237,6 +237,11 @@ def test_synthetic_spread_holds_with_failed_runs(repo, tmp_path):
     assert [p["x"] for p in verdict["measurements"]["grid"]["curve"]] == list(range(9))
     # each factor's share: here accuracy grows with x = 3 * head index + order index, so the head seed dominates
     summary = seed_variance.grid_summary(pm.runs, str(tmp_path), {"MRPC": "accuracy", "SST-2": "accuracy"})
+    # the verdict carries it for the report (compared as JSON: a one-level factor's p-value is NaN)
+    assert json.dumps(verdict["measurements"]["grid"]["seed_variance"], sort_keys=True) == json.dumps(summary, sort_keys=True)
+    from plmclaims.report import markdown
+    row = next(line for line in markdown([verdict], tier).splitlines() if line.startswith(f"| `{P12}` | MRPC |"))
+    assert "| 3 x 3 |" in row and "| 2/9 |" in row
     sst = summary["SST-2"]
     assert sst["failed"] == 0 and sst["grid"][0] == pytest.approx([66.0, 68.0, 70.0])
     assert sst["decomposition"]["head"] == pytest.approx(0.9, abs=0.01) and sst["decomposition"]["residual"] < 1e-6

@@ -301,9 +301,15 @@ def method_params(tier: dict, section: str, m: Measurement) -> dict:
 def skipped_tasks(claim: Claim, tier: dict) -> dict[str, str]:
     """The claim's tasks this tier does not run (the family's tier section's `skip_tasks`: task -> reason, e.g.
     nothing beats chance at this budget). The verdict shows them as uninformative, never as measured."""
-    section = families.family(claim.protocol["family"]).tier_section
-    skip = tier.get(section, {}).get("skip_tasks", {}) if section else {}
-    return {t: skip[t] for t in claim.protocol["benchmarks"] if t in skip}
+    fam = families.family(claim.protocol["family"])
+    skip = tier.get(fam.tier_section, {}).get("skip_tasks", {}) if fam.tier_section else {}
+    out = {t: skip[t] for t in claim.protocol["benchmarks"] if t in skip}
+    # a family may leave out more for a claim (the seed grid runs on the tasks its tier names): its plan module's
+    # grid_skipped(claim, tier), so the planner and the verdict leave them out alike
+    extra = getattr(families.implementation(fam.name, "plan"), "grid_skipped", None) if fam.built else None
+    for t, why in (extra(claim, tier) if extra else {}).items():
+        out.setdefault(t, why)
+    return out
 
 
 def plan_task_runs(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict, run_of,

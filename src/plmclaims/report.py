@@ -136,6 +136,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
             lines.append(f"| {m.get('label', name)} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += _curve_tables(verdicts)
+    lines += _seed_tables(verdicts)
     lines += ["## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         for c in v["checks"]:
@@ -181,6 +182,26 @@ def _curve_tables(verdicts: list[dict]) -> list[str]:
             lines.append(f"| {t} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
+
+
+def _seed_tables(verdicts: list[dict]) -> list[str]:
+    """Seed grids (Dodge et al.): per task the spread over the grid, the failed runs, and each seed's share of the
+    grid's variance (two-way decomposition: head initialisation, data order, the rest)."""
+    grids = [(v, n, m) for v in verdicts for n, m in v["measurements"].items() if m.get("seed_variance")]
+    if not grids:
+        return []
+    lines = ["## Seed variance", "", "Each task's grid of fine-tuning runs that differ only in the head-initialisation "
+             "seed and the data-order seed: mean and sd of the scores, the spread (max - min), the runs that failed "
+             "(degenerate predictions), and the share of the grid's sum of squares each seed explains.", "",
+             "| claim | task | grid (head x order) | mean | sd | spread | failed | head | order | rest |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for v, _, m in grids:
+        for task, g in m["seed_variance"].items():
+            d = g.get("decomposition") or {}
+            lines.append(f"| `{v['id']}` | {task} | {len(g['heads'])} x {len(g['orders'])} | {_fmt(g['mean'])} | "
+                         f"{_fmt(g['sd'])} | {_fmt(g['spread'])} | {g['failed']}/{g['runs']} | {_fmt(d.get('head'))} | "
+                         f"{_fmt(d.get('order'))} | {_fmt(d.get('residual'))} |")
+    return lines + [""]
 
 
 def curves_plot(verdicts: list[dict], out: Path) -> None:

@@ -511,6 +511,10 @@ def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Eviden
     if s is None and ev is not None and pm.measurement.name in ev.curves:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {},
                     "curve": _curve_summary(pm.measurement.name, floors, ev, series)})
+        if "seeds" in m.params:  # a seed grid: each factor's share of the variance, the failed runs (Dodge et al.)
+            from .evaluation import seed_variance
+
+            out["seed_variance"] = seed_variance.grid_summary(pm.runs, ev.results, ev.metric_names)
         return out
     if s is None:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {}})

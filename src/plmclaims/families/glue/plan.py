@@ -58,8 +58,8 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
 
 def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:
     """The claim's tasks outside the tier's finetune.seed_grid.tasks, with the reason, for a claim that sweeps the
-    grid (a test tier runs its grid on one task). plan.skipped_tasks must add these to the section's skip_tasks, so
-    the planner and the verdict leave them out alike; until it does, the grid runs on every task the tier runs."""
+    grid (a test tier runs its grid on one task). plan.skipped_tasks adds these to the section's skip_tasks, so the
+    planner and the verdict leave them out alike."""
     grid = tier.get("finetune", {}).get("seed_grid", {})
     if "tasks" not in grid or not any(m.params.get("seeds") == "all" for m in claim.measurements.values()):
         return {}

@@ -1,6 +1,7 @@
 """Shared fixtures. The data root is ../shared/data unless PLMCLAIMS_DATA_ROOT says otherwise."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -50,18 +51,110 @@ def run_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None
     return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})}, timeout=1800)
 
 
-def run_tiny_tier(repo: Path, workdir: Path, data_root: Path) -> list[str]:
-    """Runs the whole tiny tier offline in workdir; returns the --config arguments it used."""
+def run_tiny_tier(repo: Path, workdir: Path, data_root: Path, claims: list[str] | None = None) -> list[str]:
+    """Runs the tiny tier offline in workdir (every claim, or only `claims`); returns the --config arguments it used."""
     config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}"]
+    if claims is not None:
+        config.append(f"claims={json.dumps(claims)}")
     res = run_snakemake(repo, workdir, "--cores", "2", *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     return config
 
 
+def claim_features(repo: Path, tier: str = "tiny", kinds_only: bool = False) -> dict[str, tuple[set, set]]:
+    """claim id -> (what its runs exercise, the keys of its runs) at `tier`. What a claim exercises: its claim folder,
+    its protocol's family, and each run kind it plans (plmclaims.plan.LAYOUTS) with the evaluator where the kind has
+    one (SentEval and MTEB encode and score by different code); with kinds_only, the run kinds alone (the rules)."""
+    from plmclaims import plan as P
+    from plmclaims.claims import load_claims
+    from plmclaims.tiers import load_tier
+
+    out = {}
+    for p in P.plan_all(load_claims(repo / "replications"), load_tier(tier)):
+        runs = P.all_runs(p.score_runs()).values()
+        if kinds_only:
+            features = {("kind", r.kind) for r in runs}
+        else:
+            features = {("folder", p.claim.id.split("/")[0]), ("family", p.claim.protocol["family"])}
+            features |= {("kind", r.kind, r.spec["fields"].get("evaluator", "")) for r in runs}
+        out[p.claim.id] = (features, {r.key for r in runs})
+    return out
+
+
+def cover(repo: Path, tier: str = "tiny", kinds_only: bool = False) -> list[str]:
+    """A small set of claims whose runs together exercise everything every claim does (claim_features), chosen
+    greedily by the fewest new runs per newly covered feature, plus each claim that adds no run (a not-run claim: its
+    verdict job only). Tests that need every code path of the workflow but not every claim run only these: the set
+    grows with a new family or run kind, not with each new claim of an existing one."""
+    claims = claim_features(repo, tier, kinds_only)
+    need = set().union(*(f for f, _ in claims.values()))
+    chosen, covered, keys = [], set(), set()
+    while covered != need:
+        cid = min((c for c in claims if c not in chosen and claims[c][0] - covered),
+                  key=lambda c: (len(claims[c][1] - keys) / len(claims[c][0] - covered), c))
+        chosen.append(cid)
+        covered |= claims[cid][0]
+        keys |= claims[cid][1]
+    chosen += [c for c in claims if c not in chosen and claims[c][1] <= keys]
+    return sorted(chosen)
+
+
 @pytest.fixture(scope="session")
 def tiny_tier(repo, data_root):
-    """run(workdir): the whole tiny tier in workdir; returns the --config arguments it used."""
-    return lambda work: run_tiny_tier(repo, work, data_root)
+    """run(workdir, claims=None): the tiny tier in workdir (every claim, or only `claims`); returns the --config
+    arguments it used."""
+    return lambda work, claims=None: run_tiny_tier(repo, work, data_root, claims)
+
+
+@pytest.fixture(scope="session")
+def covering_claims(repo) -> list[str]:
+    """The tiny tier's covering claims (cover): what a test runs when it needs every code path, not every claim."""
+    return cover(repo)
+
+
+REQUIRE_SLURM = os.environ.get("PLMCLAIMS_REQUIRE_SLURM") == "1"  # .ci/run sets it after .ci/slurm-up.sh
+SLURM_FLAGS = ["--slurm-no-account", "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
+
+
+def slurm_cluster() -> bool:
+    """Whether a SLURM cluster answers sinfo with a usable node."""
+    if shutil.which("sinfo") is None:
+        return False
+    res = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    return res.returncode == 0 and any(s in res.stdout for s in ("idle", "mixed", "allocated"))
+
+
+def slurm_jobs() -> dict[str, tuple[str, str, str, str]]:
+    """Every job slurmctld still remembers (MinJobAge=3600 in .ci/slurm-up.sh: a whole tiny run must stay visible):
+    id -> (state, comment, memory asked for, time limit)."""
+    out = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i|%T|%m|%l|%k"], capture_output=True, text=True, check=True).stdout
+    return {i: (state, comment, mem, limit)
+            for i, state, mem, limit, comment in (line.split("|", 4) for line in out.splitlines() if line)}
+
+
+def run_slurm(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Snakemake in workdir through the slurm profile (workflows/profiles/slurm) on the local test cluster."""
+    return run_snakemake(repo, workdir, "--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS, *args, env=env)
+
+
+@pytest.fixture(scope="session")
+def second_run(tmp_path_factory, repo, data_root, covering_claims):
+    """The covering claims run once more in a fresh folder, through the slurm profile where a SLURM cluster answers
+    (CI: .ci/run starts one), else locally: (workdir, claims, jobs), jobs being the SLURM jobs it submitted (as
+    slurm_jobs), or None for a local run. One run serves two proofs: test_determinism compares it with tiny_run (the
+    same seed gives the same bytes, across executors too), test_slurm checks its jobs in squeue."""
+    if REQUIRE_SLURM and not slurm_cluster():
+        pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
+    work = tmp_path_factory.mktemp("wf-again")
+    if not slurm_cluster():
+        run_tiny_tier(repo, work, data_root, covering_claims)
+        return work, covering_claims, None
+    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
+              f"claims={json.dumps(covering_claims)}"]
+    before = set(slurm_jobs())
+    res = run_slurm(repo, work, *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return work, covering_claims, {i: v for i, v in slurm_jobs().items() if i not in before}
 
 
 @pytest.fixture(scope="session")

@@ -81,7 +81,7 @@ def test_unknown_selected_claim_is_reported(repo):
 
 
 def test_schema_expresses_catalog_families(tmp_path, repo):
-    """A PEFT ratio check and an intrinsic layer trend validate: the schema covers families not built yet."""
+    """A PEFT ratio check and a generation trend validate: the schema covers families not built yet."""
     base = yaml.safe_load((repo / GOOD).read_text())
     peft = dict(base, id="peft/lora-matches-finetuning", seed_point="T11",
                 protocol={"family": "glue", "evaluator": "glue-dev", "benchmarks": ["RTE", "SST-2"], "split": "dev", "metric": "accuracy"},
@@ -90,10 +90,10 @@ def test_schema_expresses_catalog_families(tmp_path, repo):
                 checks=[{"type": "ratio", "a": "lora", "b": "ft", "ratio": 0.97, "scope": "semantic"},
                         {"type": "ratio", "a": "lora", "b": "ft", "ratio": 0.01, "quantity": "trained-params", "direction": "at-most"}],
                 controls=[])
-    probe = dict(base, id="intrinsic/anisotropy-rises", seed_point="T1",
-                 protocol={"family": "intrinsic", "evaluator": "intrinsic", "benchmarks": ["sts-sentences"], "split": "test", "metric": "cosine"},
-                 measurements={"aniso": {"role": "raw-encoder", "method": "anisotropy", "params": {"layers": "all"}}},
-                 checks=[{"type": "trend", "measurement": "aniso", "axis": "layer", "shape": "rises"}], controls=["random-weights"])
+    probe = dict(base, id="generation/prefix-rises", seed_point="T12",
+                 protocol={"family": "generation", "evaluator": "lm-eval", "benchmarks": ["e2e"], "split": "test", "metric": "bleu"},
+                 measurements={"prefix": {"role": "causal-lm", "method": "prefix-tuning", "params": {"layers": "all"}}},
+                 checks=[{"type": "trend", "measurement": "prefix", "axis": "layer", "shape": "rises"}], controls=["random-weights"])
     for d in (peft, probe):
         fam, name = d["id"].split("/")
         path = tmp_path / fam / f"{name}.yaml"

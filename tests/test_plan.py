@@ -165,8 +165,9 @@ def test_layouts_give_both_the_rule_pattern_and_the_path(repo):
     tier = load_tier("tiny")
     plans = P.plan_all(load_claims(repo / "replications"), tier)
     runs = P.all_runs(r for p in plans for r in p.score_runs())
-    assert {r.kind for r in runs.values()} == {"tokenizer", "pretrain", "lm_model", "encode", "score", "finetune",
-                                               "lm_tasks", "lm", "probe-encode", "probe", "compress"}
+    # the tiny tier plans every run kind the families declare (verdicts are not runs; the corpus is the tokenizer
+    # rule's input file, not a planned run)
+    assert {r.kind for r in runs.values()} == set(P.LAYOUTS) - {"verdict", "corpus"}
     for run in runs.values():
         pattern = run.layout().pattern("ROOT")
         regex = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(pattern))
@@ -215,19 +216,20 @@ def test_a_run_finds_its_upstream_runs_from_its_own_spec(repo):
 
 
 def test_a_family_without_a_rule_chain_is_not_run_with_the_reason(tmp_path):
-    """An intrinsic claim using an STS pooling must not be planned as STS score runs (they would fail after compute)."""
+    """A claim of a catalog family with no rule chain (generation) validates and plans as not-run, never as another
+    family's runs (they would fail after compute)."""
     import yaml
 
     from plmclaims.claims import load_claim
 
-    data = {"id": "intrinsic/synthetic", "version": 1, "statement": "Upper layers are more anisotropic.",
-            "seed_point": "T1", "source": {"paper": "Test", "table": "T1"},
-            "protocol": {"family": "intrinsic", "benchmarks": ["STS12"], "split": "test", "metric": "cosine"},
-            "measurements": {"probe": {"role": "raw-encoder", "method": "mean"}},
+    data = {"id": "generation/synthetic", "version": 1, "statement": "Prefix tuning rises with the prefix length.",
+            "seed_point": "T12", "source": {"paper": "Test", "table": "T1"},
+            "protocol": {"family": "generation", "evaluator": "lm-eval", "benchmarks": ["e2e"], "split": "test", "metric": "bleu"},
+            "measurements": {"probe": {"role": "causal-lm", "method": "prefix-tuning"}},
             "checks": [{"type": "trend", "measurement": "probe", "axis": "layer", "shape": "rises", "scope": "mechanics"}]}
-    path = tmp_path / "claims" / "intrinsic" / "synthetic.yaml"
+    path = tmp_path / "claims" / "generation" / "synthetic.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump(data))
     claim = load_claim(path, tmp_path / "claims")
     pm = P.plan_claim(claim, load_tier("micro")).measurements["probe"]
-    assert pm.status == "not-run" and pm.runs == [] and "intrinsic family is not built yet" in pm.reason
+    assert pm.status == "not-run" and pm.runs == [] and "generation family is not built yet" in pm.reason

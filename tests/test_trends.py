@@ -145,3 +145,9 @@ def test_a_curve_is_read_only_by_a_trend_along_its_axis(tmp_path, repo, edit, wo
     with pytest.raises(UserError) as err:
         load_claim(path, tmp_path)
     assert words in str(err.value)
+
+
+def test_under_a_bound_holds_only_when_every_point_is_clear_of_it():
+    assert judge("under", [1.0, 2.0, 3.0, 2.0, 1.0], noise=0.3, delta=5.0).outcome == "holds"
+    assert judge("under", [1.0, 2.0, 8.0, 2.0, 1.0], noise=0.3, delta=5.0).outcome == "contradicted"  # one point over
+    assert judge("under", [1.0, 2.0, 4.8, 2.0, 1.0], noise=0.5, delta=5.0).outcome == "inconclusive"

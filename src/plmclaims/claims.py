@@ -17,7 +17,7 @@ from .families import FAMILIES, schema_enums
 from .schema import one_line, read_yaml, short, validate
 
 MAX_NAME = 80  # characters per path part (family, claim name): run paths and Snakemake wildcards carry them
-BOOTSTRAP_METRICS = ("spearman", "pearson", "accuracy", "f1", "matthews")  # stats.metric_function
+BOOTSTRAP_METRICS = ("spearman", "pearson", "accuracy", "f1", "matthews", "mean")  # stats.metric_function
 
 
 def _pos_int(v) -> bool:
@@ -177,9 +177,10 @@ def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -
     if m.params.get(param) != "all" and not isinstance(m.params.get(param), list):
         raise UserError(f"{path}: field 'checks.{i}.measurement': {m.name!r} is no curve along {check['axis']}; set "
                         f"measurements.{m.name}.params.{param} to 'all' (or a list of values)")
-    if check["shape"] in ("flat", "spreads") and "delta" not in check:
-        raise UserError(f"{path}: field 'checks.{i}.delta': a {check['shape']} trend needs 'delta', the spread (in the "
-                        "metric's units) that separates flat from spread")
+    if check["shape"] in ("flat", "spreads", "under") and "delta" not in check:
+        what = "the bound every point must stay under" if check["shape"] == "under" else "the spread that separates flat from spread"
+        raise UserError(f"{path}: field 'checks.{i}.delta': a {check['shape']} trend needs 'delta', {what} (in the "
+                        "metric's units)")
 
 
 def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:

@@ -752,8 +752,8 @@ def curve_shape(shape: str, xs: np.ndarray, vals: np.ndarray, pts: np.ndarray, e
                 delta: float | None = None) -> Detail:
     """One curve (points along xs, bootstrap samples `vals` of shape (points, resamples), point estimates `pts`)
     against a shape: rises, falls, peaks (an inner point beats both ends), peaks-early/-middle/-late (the best point in
-    that third of the axis beats the best outside it), flat (no two points differ by more than delta) or spreads (some
-    two do: e.g. runs that differ only in their seeds). Spreads are of the bootstrap's max - min, which noise inflates:
+    that third of the axis beats the best outside it), flat (no two points differ by more than delta), spreads (some
+    two do: e.g. runs that differ only in their seeds) or under (every point below the bound delta). Spreads are of the bootstrap's max - min, which noise inflates:
     conservative for flat, generous for spreads, so a spread claim should set delta at the difference it must exceed."""
     if shape in ("rises", "falls"):
         return _monotone(vals, pts, 1.0 if shape == "rises" else -1.0, ev, target)
@@ -776,6 +776,10 @@ def curve_shape(shape: str, xs: np.ndarray, vals: np.ndarray, pts: np.ndarray, e
         outcome = ("holds" if flat else "contradicted" if spread else "inconclusive") if shape == "flat" else \
             ("holds" if spread else "contradicted" if flat else "inconclusive")
         d = Detail(target, outcome, float(pts.max() - pts.min()), lo_, hi_, extra={"delta": delta})
+    elif shape == "under":  # every point below the bound: the bootstrap's max over the points, biased up (conservative)
+        lo_, hi_ = ev.ci(vals.max(0))
+        outcome = "holds" if hi_ < delta else "contradicted" if lo_ > delta else "inconclusive"
+        d = Detail(target, outcome, float(pts.max()), lo_, hi_, extra={"bound": delta})
     else:
         return Detail(target, "not-run", reason=f"shape {shape!r} is judged across targets (ordered-peaks), not on one")
     d.extra = {**d.extra, "x": [float(x) for x in xs], "values": [float(p) for p in pts],
@@ -838,9 +842,11 @@ def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, 
         pts = np.array([series[k].on(target, tasks)[0] for k in used])
         vals = np.stack([series[k].on(target, tasks)[1] for k in used])
         best = used[int(np.argmax(pts))]
-        ft = floors.test(best, target, tasks)  # a curve that never clears its floors has no shape to judge
-        row.floors.append(ft)
-        if not ft.above:
+        # a curve that never clears its floors has no shape to judge; a bound from above ('under') credits no side
+        ft = floors.test(best, target, tasks) if check["shape"] != "under" else None
+        if ft is not None:
+            row.floors.append(ft)
+        if ft is not None and not ft.above:
             details.append(Detail(target, "inconclusive", reason=f"the curve's best point: {ft.text()}"))
             continue
         if check["shape"] == "ordered-peaks":

@@ -273,7 +273,7 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) ->
     lines += ["", head, "-" * len(head)]
 
     def row(name, s, kinds=None):
-        kinds = kinds or ", ".join(f"{n} {k}" for k, n in sorted(s["runs"].items()))
+        kinds = kinds or ", ".join(f"{n} {k}" for k, n in sorted(s["runs"].items())) or "none (not run at this tier)"
         hours = _hours(s["seconds"]) + ("+?" if s["unknown"] else "")
         return f"{name:<{w}}  {kinds:<44} {s['steps']:>10,} {s['examples']:>12,} {hours:>9}"
 

@@ -151,3 +151,17 @@ def test_under_a_bound_holds_only_when_every_point_is_clear_of_it():
     assert judge("under", [1.0, 2.0, 3.0, 2.0, 1.0], noise=0.3, delta=5.0).outcome == "holds"
     assert judge("under", [1.0, 2.0, 8.0, 2.0, 1.0], noise=0.3, delta=5.0).outcome == "contradicted"  # one point over
     assert judge("under", [1.0, 2.0, 4.8, 2.0, 1.0], noise=0.5, delta=5.0).outcome == "inconclusive"
+
+
+def test_a_curve_with_a_degenerate_point_is_drawn_with_a_gap(tmp_path):
+    """A degenerate point has no number (None in claims.json): the table shows a dash and the figure a gap."""
+    from plmclaims.report import _curve_tables, curves_plot
+
+    point = lambda v: {"per_benchmark": {"MRPC": {"measured": v, "ci_low": None if v is None else v - 1,  # noqa: E731
+                                                  "ci_high": None if v is None else v + 1}},
+                       "floors": {"chance": {"MRPC": 50.0}}}
+    verdict = {"id": "compression/seed-variance", "protocol": {"family": "glue", "benchmarks": ["MRPC"], "metric": "accuracy"},
+               "measurements": {"grid": {"label": "grid", "curve": [dict(point(v), x=i) for i, v in enumerate([70.0, None, 72.0])]}}}
+    curves_plot([verdict], tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| MRPC | 70.00 | — | 72.00 |" in "\n".join(_curve_tables([verdict]))

@@ -223,12 +223,13 @@ def curves_plot(verdicts: list[dict], out: Path) -> None:
     for ax, (v, name, m, t) in zip(axes.flat, items):
         xs = [p["x"] for p in m["curve"]]
         row = [p["per_benchmark"][t] for p in m["curve"]]
-        ax.plot(xs, [r["measured"] for r in row], "o-", color="C0", label="measured (95% CI)")
-        ax.fill_between(xs, [r["ci_low"] for r in row], [r["ci_high"] for r in row], color="C0", alpha=0.2)
+        num = lambda vals: [math.nan if v is None else v for v in vals]  # noqa: E731  (a degenerate point: a gap)
+        ax.plot(xs, num(r["measured"] for r in row), "o-", color="C0", label="measured (95% CI)")
+        ax.fill_between(xs, num(r["ci_low"] for r in row), num(r["ci_high"] for r in row), color="C0", alpha=0.2)
         for floor, style, colour in (("random-weights", "--", "C1"), ("chance", ":", "0.4")):
             ys = [(p.get("floors") or {}).get(floor, {}).get(t) for p in m["curve"]]
             if any(y is not None for y in ys):
-                ax.plot(xs, ys, style, color=colour, label=floor)
+                ax.plot(xs, num(ys), style, color=colour, label=floor)
         if len(xs) <= 25:
             ax.set_xticks(xs)
         ax.set_title(f"{v['id'].split('/')[-1]}: {t}", fontsize=9)

@@ -57,7 +57,7 @@ def test_budget_edit_reruns_exactly_the_runs_it_affects(tiny_run, repo, tmp_path
     assert {r.kind for r in changed} == {"finetune"}
     users = {p.claim.slug for p in new if any(r.kind == "finetune" for r in p.score_runs())}
     assert users == {"peft--lora-matches-finetuning", "peft--adapters-match-finetuning",
-                     "peft--prompt-tuning-gap-closes-with-scale"}
+                     "peft--prompt-tuning-gap-closes-with-scale", "compression--seed-variance"}
     jobs = _planned_jobs(repo, work, _with(config, tier=str(tier_file)))
     assert jobs == Counter({"finetune": len(changed), "verdict": len(users), "report": 1, "all": 1})
 

@@ -305,8 +305,10 @@ def describe(check: dict) -> str:
     if t == "trend" and check["shape"] == "ordered-peaks":
         return f"{check['measurement']}: {' peaks below '.join(_targets(check))} (expected {check['axis']})"
     if t == "trend":
-        delta = f" within {check['delta']}" if check.get("delta") else ""
-        return f"{check['measurement']} {check['shape']}{delta} along {check['axis']} on {on}"
+        word = {"flat": "within", "spreads": "by more than", "under": "under"}.get(check["shape"], "")
+        delta = f" {word} {check['delta']}" if check.get("delta") is not None else ""
+        shape = "stays" if check["shape"] == "under" else check["shape"]
+        return f"{check['measurement']} {shape}{delta} along {check['axis']} on {on}"
     return f"{check['measurement']} {check['shape']} over {check['axis']}"
 
 

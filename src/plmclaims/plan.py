@@ -273,6 +273,14 @@ class PlannedMeasurement:
         self.status, self.reason = "not-run", reason
         return self
 
+    def set_curve(self, points: dict, control_points: dict | None = None) -> "PlannedMeasurement":
+        """Make this measurement a curve: x -> runs (and their random-weights twins), in order; `runs` and
+        `controls` become every point's runs, each once (points may share a twin, e.g. step 0)."""
+        self.points, self.control_points = points, control_points or {}
+        self.runs = list(dict.fromkeys(r for rs in self.points.values() for r in rs))
+        self.controls = list(dict.fromkeys(r for rs in self.control_points.values() for r in rs))
+        return self
+
 
 def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasurement:
     """The runs of one measurement: the tier's asset for its role, handed to its family's planner."""

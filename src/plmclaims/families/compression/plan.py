@@ -58,13 +58,10 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         return made, [compress_run(tier, evaluator, i.name, form, m.method, params) for i in random_twins(tier, asset)] if twins else []
 
     if isinstance(m.params.get("fraction"), list):  # a curve along the sparsity axis
-        for f in sweep_points(m.params["fraction"], tier["compression"].get("max_curve_points")):
-            pm.points[f], twin = runs({**m.params, "fraction": f})
-            if twin:
-                pm.control_points[f] = twin
-        pm.runs = [r for rs in pm.points.values() for r in rs]
-        pm.controls = [r for rs in pm.control_points.values() for r in rs]
-        return pm
+        both = {f: runs({**m.params, "fraction": f})
+                for f in sweep_points(m.params["fraction"], tier["compression"].get("max_curve_points"))}
+        return pm.set_curve({f: made for f, (made, _) in both.items()},
+                            {f: twin for f, (_, twin) in both.items() if twin})
     pm.runs, pm.controls = runs(m.params)
     return pm
 

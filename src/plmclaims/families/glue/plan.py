@@ -51,9 +51,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     instance = pm.runs[0].instance
     tasks = list(dict.fromkeys(r.task for r in pm.runs))
     params = {k: v for k, v in method_params(tier, "finetune", m).items() if k != "seeds"}
-    pm.points = {x: [grid_run(tier, instance, m.method, t, h, o, params) for t in tasks] for x, (h, o) in enumerate(points)}
-    pm.runs = [r for rs in pm.points.values() for r in rs]
-    return pm
+    return pm.set_curve({x: [grid_run(tier, instance, m.method, t, h, o, params) for t in tasks] for x, (h, o) in enumerate(points)})
 
 
 def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, pick
-from ...tiers import instances, random_twins
-from ..probing import ENCODER_KINDS, depth, resolve_layer
-from ..probing.plan import encode_run
+from ..probing import ENCODER_KINDS, depth
+from ..probing.plan import encode_run, plan_layers
 
 
 def geometry_run(tier: dict, instance: str, split: str, layer: int) -> Run:
@@ -34,18 +33,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     def runs(insts, layer: int) -> list[Run]:
         return [geometry_run(tier, i.name, split, layer) for i in insts]
 
-    if m.params["layer"] == "all":  # a curve: every layer from the embeddings (0) to the top
-        pm.points = {layer: runs(instances(tier, asset), layer) for layer in range(n + 1)}
-        pm.runs = [r for rs in pm.points.values() for r in rs]
-        if twins:
-            pm.control_points = {layer: runs(random_twins(tier, asset), layer) for layer in range(n + 1)}
-            pm.controls = [r for rs in pm.control_points.values() for r in rs]
-        return pm
-    layer = resolve_layer(m.params["layer"], n)
-    pm.runs = runs(instances(tier, asset), layer)
-    if twins:
-        pm.controls = runs(random_twins(tier, asset), layer)
-    return pm
+    return plan_layers(pm, m.params["layer"], n, tier, asset, runs, twins)
 
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:

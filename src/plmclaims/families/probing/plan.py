@@ -63,21 +63,20 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         layer = resolve_layer(m.params["layer"], n)
         final = steps[-1]
         # step 0 is the same architecture at its random initialisation: the random-weights twin
-        pm.points = {0: runs(random_twins(tier, asset), layer)}
-        pm.points.update({s: runs(instances(tier, asset), layer, None if s == final else s) for s in steps})
-        pm.runs = [r for rs in pm.points.values() for r in rs]
-        if twins:
-            pm.control_points = {s: pm.points[0] for s in pm.points}
-            pm.controls = list(pm.points[0])
-        return pm
-    if m.params["layer"] == "all":  # a curve: every layer from the embeddings (0) to the top
-        pm.points = {layer: runs(instances(tier, asset), layer) for layer in range(n + 1)}
-        pm.runs = [r for rs in pm.points.values() for r in rs]
-        if twins:
-            pm.control_points = {layer: runs(random_twins(tier, asset), layer) for layer in range(n + 1)}
-            pm.controls = [r for rs in pm.control_points.values() for r in rs]
-        return pm
-    layer = resolve_layer(m.params["layer"], n)
+        points = {0: runs(random_twins(tier, asset), layer)}
+        points.update({s: runs(instances(tier, asset), layer, None if s == final else s) for s in steps})
+        return pm.set_curve(points, {s: points[0] for s in points} if twins else None)
+    return plan_layers(pm, m.params["layer"], n, tier, asset, runs, twins)
+
+
+def plan_layers(pm: PlannedMeasurement, layer, n_layers: int, tier: dict, asset: str, runs, twins: bool) -> PlannedMeasurement:
+    """One layer's runs (`runs(instances, layer)`), or with layer 'all' a curve over every layer from the embeddings
+    (0) to the top; beside each, the random-weights twins' runs when `twins`. The intrinsic family plans the same way."""
+    if layer == "all":
+        every = range(n_layers + 1)
+        return pm.set_curve({l: runs(instances(tier, asset), l) for l in every},
+                            {l: runs(random_twins(tier, asset), l) for l in every} if twins else None)
+    layer = resolve_layer(layer, n_layers)
     pm.runs = runs(instances(tier, asset), layer)
     if twins:
         pm.controls = runs(random_twins(tier, asset), layer)

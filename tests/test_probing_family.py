@@ -144,6 +144,20 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
 
 # ---------------------------------------------------------------- a synthetic claim
 
+def _write_probe_run(run, root: Path, accuracy: float, gold: np.ndarray, order: np.ndarray) -> None:
+    """A probe run's files with the given accuracy: the items after the first accuracy x n of `order` are wrong, so
+    a higher accuracy is right wherever a lower one is (nested predictions)."""
+    n = len(gold)
+    pred = gold.copy()
+    wrong = order[int(accuracy * n):]
+    pred[wrong] = (pred[wrong] + 1) % 6
+    out = Path(run.path(str(root)))
+    atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold,
+                                                          f"{run.task}::subsets": np.full(n, "ewt-dev"),
+                                                          f"{run.task}::index": np.arange(n)})
+    atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": accuracy}}}})
+
+
 def test_synthetic_t2_verdict(tmp_path, repo):
     """Accuracies set per (layer, task, random or trained): dependencies grow to the middle, POS is done by the low
     layer; the random-weights twin sits at 30%."""
@@ -160,14 +174,7 @@ def test_synthetic_t2_verdict(tmp_path, repo):
     for pm in cplan.measurements.values():
         for run in pm.runs + pm.controls:
             a = 0.3 if "random" in run.instance else acc[(run.task, run.layer)]
-            pred = gold[run.task].copy()
-            wrong = order[int(a * n):]  # nested: a higher accuracy is right wherever a lower one is
-            pred[wrong] = (pred[wrong] + 1) % 6
-            out = Path(run.path(str(tmp_path)))
-            atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold[run.task],
-                                                                  f"{run.task}::subsets": np.full(n, "ewt-dev"),
-                                                                  f"{run.task}::index": np.arange(n)})
-            atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": a}}}})
+            _write_probe_run(run, tmp_path, a, gold[run.task], order)
     verdict = decide_claim(cplan, tier, str(tmp_path))
     outcomes = [c["outcome"] for c in verdict["checks"]]
     assert outcomes == ["holds", "holds", "holds", "holds"], verdict["checks"]
@@ -239,14 +246,7 @@ def test_synthetic_embryology_verdict(tmp_path, repo):
     step_of = {r.key: s for s, rs in cplan.measurements["steps"].points.items() for r in rs}
     for run in cplan.score_runs():
         a = 0.3 if step_of[run.key] == 0 else acc[(run.task, step_of[run.key])]
-        pred = gold[run.task].copy()
-        wrong = order[int(a * n):]
-        pred[wrong] = (pred[wrong] + 1) % 6
-        out = Path(run.path(str(tmp_path)))
-        atomic_save_npz(out.with_name("predictions.npz"), **{f"{run.task}::pred": pred, f"{run.task}::gold": gold[run.task],
-                                                              f"{run.task}::subsets": np.full(n, "ewt-dev"),
-                                                              f"{run.task}::index": np.arange(n)})
-        atomic_write_json(out, {"values": {"benchmarks": {run.task: {"accuracy": a}}}})
+        _write_probe_run(run, tmp_path, a, gold[run.task], order)
     verdict = decide_claim(cplan, tier, str(tmp_path))
     assert [c["outcome"] for c in verdict["checks"]] == ["holds", "holds"], verdict["checks"]
     expected = verdict["checks"][0]["details"][0]["expected"]

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from plmclaims import plan as P
+from samples import execute_on_words
 from plmclaims.claims import check_against_tier, load_claim
 from plmclaims.errors import UserError
 from plmclaims.provenance import atomic_save_npz, atomic_write_json
@@ -78,21 +79,6 @@ def test_a_layer_the_model_lacks_is_refused_in_one_line(tmp_path, repo):
 
 # ---------------------------------------------------------------- real runs, read by the verdict engine
 
-def _execute(run, tier, data_root, roots):
-    from plmclaims.families.intrinsic import runs as geometry_runs
-    from plmclaims.families.probing import runs as probing_runs
-
-    out = Path(run.path(roots["results"]))
-    if out.exists():
-        return
-    view = run.tier(tier["name"], tier["_path"])
-    if run.kind == "probe-encode":
-        probing_runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out)
-    else:
-        _execute(run.upstream[0], tier, data_root, roots)
-        geometry_runs.geometry(view, run, str(data_root), Path(run.upstream[0].path(roots["results"])), out)
-
-
 def test_runs_write_values_the_verdict_engine_reads(tmp_path, repo, data_root):
     """The three claims on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies."""
     tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},
@@ -102,7 +88,7 @@ def test_runs_write_values_the_verdict_engine_reads(tmp_path, repo, data_root):
         bench = BENCH[cid]
         cplan = P.plan_claim(_claim(repo, cid), tier)
         for run in cplan.score_runs():
-            _execute(run, tier, data_root, roots)
+            execute_on_words(run, tier, data_root, roots)
         verdict = decide_claim(cplan, tier, roots["results"])
         assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
         for name, pm in cplan.measurements.items():

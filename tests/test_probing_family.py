@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from plmclaims import plan as P
+from samples import execute_on_words
 from plmclaims.claims import check_against_tier, load_claim
 from plmclaims.errors import UserError
 from plmclaims.families.probing import resolve_layer
@@ -95,20 +96,6 @@ def test_a_malformed_layer_is_refused_when_the_claim_loads(tmp_path, repo):
 
 # ---------------------------------------------------------------- real runs, read by the verdict engine
 
-def _execute(run, tier, data_root, roots):
-    from plmclaims.families.probing import runs
-
-    out = Path(run.path(roots["results"]))
-    if out.exists():
-        return
-    view = run.tier(tier["name"], tier["_path"])  # the tier as the run sees it
-    if run.kind == "probe-encode":
-        runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out)
-    else:
-        _execute(run.upstream[0], tier, data_root, roots)
-        runs.probe(view, run, str(data_root), Path(run.upstream[0].path(roots["results"])), out)
-
-
 def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_root):
     """P1 and T2 on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies themselves."""
     tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},
@@ -117,7 +104,7 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
     for cid in (P1, T2):
         cplan = P.plan_claim(_claim(repo, cid), tier)
         for run in cplan.score_runs():
-            _execute(run, tier, data_root, roots)
+            execute_on_words(run, tier, data_root, roots)
         verdict = decide_claim(cplan, tier, roots["results"])
         assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
         for name, pm in cplan.measurements.items():

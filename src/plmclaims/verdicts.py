@@ -734,8 +734,7 @@ THIRDS = {"peaks-early": (0.0, 1 / 3), "peaks-middle": (1 / 3, 2 / 3), "peaks-la
 def _peak_in(vals: np.ndarray, pts: np.ndarray, inside: np.ndarray, ev: Evidence, target: str) -> Detail:
     """The curve's best point inside the window beats its best point outside it (paired bootstrap of the two maxima):
     holds when the interval is above 0, contradicted when below."""
-    d = _decide(vals[inside].max(0) - vals[~inside].max(0), float(pts[inside].max() - pts[~inside].max()), ev, on=target)
-    return d
+    return _decide(vals[inside].max(0) - vals[~inside].max(0), float(pts[inside].max() - pts[~inside].max()), ev, on=target)
 
 
 def expected_position(vals: np.ndarray, xs: np.ndarray) -> np.ndarray:

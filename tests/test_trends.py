@@ -165,3 +165,43 @@ def test_a_curve_with_a_degenerate_point_is_drawn_with_a_gap(tmp_path):
     curves_plot([verdict], tmp_path / "curves.png")
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "| MRPC | 70.00 | — | 72.00 |" in "\n".join(_curve_tables([verdict]))
+
+
+def test_a_reported_curve_is_drawn_on_the_fraction_of_the_source_depth():
+    """bert-base's layers 0-12 on a 4-layer model: layer 6 of 12 lands on layer 2, the ends on the ends; a source
+    point without a value is left out; without `of` (fractions pruned) the points stay where they are."""
+    from plmclaims.report import _curve_tables, reported_xy
+
+    rc = {"points": [0, 6, 9, 12], "of": 12, "values": {"anisotropy": [10.0, 40.0, None, 47.5]}, "source": "paper"}
+    assert reported_xy(rc, "anisotropy", [0, 1, 2, 3, 4]) == ([0.0, 2.0, 4.0], [10.0, 40.0, 47.5])
+    assert reported_xy(dict(rc, of=None), "anisotropy", [0, 1, 2, 3, 4]) == ([0, 6, 12], [10.0, 40.0, 47.5])
+    point = {"per_benchmark": {"anisotropy": {"measured": 30.0, "ci_low": 29.0, "ci_high": 31.0}}, "floors": {}}
+    verdict = {"id": "intrinsic/x", "protocol": {"family": "intrinsic", "benchmarks": ["anisotropy"], "metric": "mean"},
+               "measurements": {"layers": {"label": "layers", "reported_curve": rc,
+                                           "curve": [dict(point, x=i) for i in range(5)]}}}
+    text = "\n".join(_curve_tables([verdict]))
+    assert "Reported on anisotropy (points of 12; paper): 0: 10.00, 6: 40.00, 12: 47.50." in text
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda m: m["layer0"].update(reported_curve={"points": [0, 1], "values": {"anisotropy": [1, 2]}}),
+     "'layer0' is no curve; a reported curve goes on a measurement that sweeps an axis (params.layer"),
+    (lambda m: m["layers"]["reported_curve"]["values"].update(anisotropy=[1.0, 2.0]),
+     "field 'measurements.layers.reported_curve.values.anisotropy': 2 values for 13 points"),
+    (lambda m: m["layers"]["reported_curve"]["values"].update(cosine=[1.0] * 13),
+     "field 'measurements.layers.reported_curve.values.cosine': unknown benchmark; allowed values: anisotropy"),
+])
+def test_a_reported_curve_is_validated(tmp_path, repo, edit, words):
+    import yaml
+
+    from plmclaims.claims import load_claim
+    from plmclaims.errors import UserError
+
+    data = yaml.safe_load((repo / "replications" / "intrinsic" / "anisotropy-upper-layers.yaml").read_text())
+    edit(data["measurements"])
+    path = tmp_path / "intrinsic" / "x.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(dict(data, id="intrinsic/x")))
+    with pytest.raises(UserError) as err:
+        load_claim(path, tmp_path)
+    assert words in str(err.value)

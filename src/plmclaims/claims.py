@@ -63,6 +63,7 @@ class Measurement:
     label: str = ""
     note: str = ""
     reported_params: float | None = None  # trained parameters the source reports (PEFT claims)
+    reported_curve: dict | None = None  # a curve the source publishes, drawn beside a curve measurement (never judged)
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,26 @@ def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -
                         "metric's units)")
 
 
+def _check_reported_curves(path: Path, proto: dict, measurements: dict[str, Measurement]) -> None:
+    """A reported curve belongs to a curve measurement, names the claim's benchmarks and gives one value per point."""
+    swept = set(FAMILIES[proto["family"]].axes.values())
+    for name, m in measurements.items():
+        rc = m.reported_curve
+        if rc is None:
+            continue
+        where = f"{path}: field 'measurements.{name}.reported_curve"
+        if not any(m.params.get(p) == "all" or isinstance(m.params.get(p), list) for p in swept):
+            allowed = ", ".join(f"params.{p}" for p in sorted(swept)) or "none in this family"
+            raise UserError(f"{where}': {name!r} is no curve; a reported curve goes on a measurement that sweeps an "
+                            f"axis ({allowed}: 'all' or a list)")
+        for b, values in rc["values"].items():
+            if b not in proto["benchmarks"]:
+                raise UserError(f"{where}.values.{b[:40]}': unknown benchmark; allowed values: {', '.join(proto['benchmarks'])}")
+            if len(values) != len(rc["points"]):
+                raise UserError(f"{where}.values.{b}': {len(values)} values for {len(rc['points'])} points; give one "
+                                "value per point (null where the source gives none)")
+
+
 def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
     proto = data["protocol"]
     targets = set(proto["benchmarks"]) | {"avg"}
@@ -240,7 +261,7 @@ def _load_claim(path: Path, root: Path | None) -> Claim:
         name: Measurement(
             name=name, role=m["role"], method=m["method"], postprocess=m.get("postprocess"),
             params=m.get("params", {}), reported=m.get("reported", {}), label=m.get("label", name), note=m.get("note", ""),
-            reported_params=m.get("reported_params"),
+            reported_params=m.get("reported_params"), reported_curve=m.get("reported_curve"),
         )
         for name, m in data["measurements"].items()
     }
@@ -259,6 +280,7 @@ def _load_claim(path: Path, root: Path | None) -> Claim:
             if key not in targets:
                 raise UserError(f"{path}: field 'measurements.{name}.reported.{key[:40]}': unknown benchmark; allowed values: {', '.join(sorted(targets))}")
     _check_family(path, data, measurements)
+    _check_reported_curves(path, proto, measurements)
     _check_checks(path, data, measurements)
     return Claim(id=data["id"], path=path, data=data, measurements=measurements)
 

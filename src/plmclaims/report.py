@@ -180,8 +180,26 @@ def _curve_tables(verdicts: list[dict]) -> list[str]:
                 rw = (p.get("floors") or {}).get("random-weights", {}).get(t)
                 cells.append(_fmt(p["per_benchmark"][t]["measured"]) + (f" ({_fmt(rw)})" if rw is not None else ""))
             lines.append(f"| {t} | " + " | ".join(cells) + " |")
+        rc = m.get("reported_curve")
+        if rc:
+            span = f" of {rc['of']:g}" if rc.get("of") else ""
+            for t, values in rc["values"].items():
+                pts = ", ".join(f"{x:g}: {_fmt(y)}" for x, y in zip(rc["points"], values) if y is not None)
+                lines.append("")
+                lines.append(f"Reported on {t} (points{span}; {rc.get('source', 'the claim source')}): {pts}.")
         lines.append("")
     return lines
+
+
+def reported_xy(rc: dict, t: str, tier_xs: list) -> tuple[list[float], list[float]]:
+    """A reported curve's points on the tier's axis: with `of` (the source's depth or last step) a source point x is
+    drawn at x / of of the tier's own span (layer 7 of 12 on a 4-layer model at 2.33), so the shapes line up;
+    without it, at x itself (fractions of weights pruned mean the same on every model)."""
+    pairs = [(x, y) for x, y in zip(rc["points"], rc["values"].get(t, [])) if y is not None]
+    if rc.get("of"):
+        lo, hi = min(tier_xs), max(tier_xs)
+        pairs = [(lo + (hi - lo) * x / rc["of"], y) for x, y in pairs]
+    return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def _seed_tables(verdicts: list[dict]) -> list[str]:
@@ -226,6 +244,10 @@ def curves_plot(verdicts: list[dict], out: Path) -> None:
         num = lambda vals: [math.nan if v is None else v for v in vals]  # noqa: E731  (a degenerate point: a gap)
         ax.plot(xs, num(r["measured"] for r in row), "o-", color="C0", label="measured (95% CI)")
         ax.fill_between(xs, num(r["ci_low"] for r in row), num(r["ci_high"] for r in row), color="C0", alpha=0.2)
+        if m.get("reported_curve") and t in m["reported_curve"]["values"]:
+            rx, ry = reported_xy(m["reported_curve"], t, xs)
+            scaled = " (source's depth rescaled)" if m["reported_curve"].get("of") else ""
+            ax.plot(rx, ry, "x-", color="0.55", lw=1, label="reported" + scaled)
         for floor, style, colour in (("random-weights", "--", "C1"), ("chance", ":", "0.4")):
             ys = [(p.get("floors") or {}).get(floor, {}).get(t) for p in m["curve"]]
             if any(y is not None for y in ys):

@@ -513,6 +513,8 @@ def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Eviden
     if s is None and ev is not None and pm.measurement.name in ev.curves:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {},
                     "curve": _curve_summary(pm.measurement.name, floors, ev, series)})
+        if m.reported_curve:  # shown beside the measured curve, never judged
+            out["reported_curve"] = m.reported_curve
         if "seeds" in m.params:  # a seed grid: each factor's share of the variance, the failed runs (Dodge et al.)
             from .evaluation import seed_variance
 

@@ -429,3 +429,22 @@ def test_runs_on_data_other_than_the_release_are_marked_in_the_report(tmp_path, 
     assert "unverified_data" not in v["measurements"]["good"] and v["measurements"]["bad"]["unverified_data"] == [str(release)]
     md = markdown([v], tier)
     assert "**Unverified data** (not the release files)" in md and "(unverified data)" in md
+
+
+def test_a_rehearsal_marks_every_verdict_and_row_as_meaningless(tmp_path, tier):
+    """A tier with `rehearsal: true` (the paper DAG on random stand-in weights) still decides its checks, so the
+    verdict code runs; every verdict, table row and CSV row then says the number means nothing."""
+    from plmclaims.report import REHEARSAL, markdown, rows
+
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M, controls=())
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
+    plain = decide_claim(cplan, tier, str(tmp_path / "r"))
+    rehearsed = decide_claim(cplan, dict(tier, rehearsal=True), str(tmp_path / "r"))
+    assert plain["rehearsal"] is False and rehearsed["rehearsal"] is True
+    assert rehearsed["verdict"] == plain["verdict"]  # the same decision, only marked
+    md = markdown([rehearsed], dict(tier, rehearsal=True))
+    assert md.count(REHEARSAL) == 1 + len(rehearsed["measurements"]) and "**Rehearsal.**" in md
+    assert f"**{plain['verdict']} (rehearsal)**" in md
+    assert all(r["verdict"].endswith("(rehearsal)") and REHEARSAL in r["note"] for r in rows([rehearsed]))
+    assert REHEARSAL not in markdown([plain], tier) and not any("rehearsal" in r["verdict"] for r in rows([plain]))

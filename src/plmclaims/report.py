@@ -53,19 +53,26 @@ def _source(v: dict) -> str:
     return f"{s['paper']}{arxiv}, {s['table']}"
 
 
+REHEARSAL = "rehearsal: random stand-in weights, the number means nothing"
+
+
+def _verdict_word(v: dict) -> str:
+    return f"{v['verdict']} (rehearsal)" if v.get("rehearsal") else v["verdict"]
+
+
 def rows(verdicts: list[dict]) -> list[dict]:
     """One row per (claim, measurement): the flat form of the report (CSV, table)."""
     out = []
     for v in verdicts:
         for name, m in v["measurements"].items():
-            out.append({"claim": v["id"], "seed_point": v["seed_point"], "tier": v["tier"], "verdict": v["verdict"],
+            out.append({"claim": v["id"], "seed_point": v["seed_point"], "tier": v["tier"], "verdict": _verdict_word(v),
                         "source": _source(v), "measurement": name, "label": m.get("label", name),
                         "reported": m.get("reported"), "measured": m.get("measured"), "ci_low": m.get("ci_low"),
                         "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
                         "random_weights": (m.get("random_weights") or {}).get("measured"), "floors": _floors(m),
                         "trained_params": m.get("trained_params"), "total_params": m.get("total_params"),
                         "peak_memory_mb": m.get("peak_memory_mb"), "unverified_data": ";".join(m.get("unverified_data", [])),
-                        "note": m.get("reason", "")})
+                        "note": "; ".join(x for x in (REHEARSAL if v.get("rehearsal") else "", m.get("reason", "")) if x)})
     return out
 
 
@@ -90,6 +97,10 @@ def _estimate(check: dict) -> str:
 
 def markdown(verdicts: list[dict], tier: dict) -> str:
     lines = [f"# Claim report: tier `{tier['name']}`", "", tier.get("description", ""), ""]
+    if tier.get("rehearsal"):
+        lines += ["**Rehearsal.** Every asset is a stand-in with the real architecture's configuration and random "
+                  "weights, on cut budgets: this report shows that the DAG runs, and no number or verdict in it means "
+                  "anything about the claims.", ""]
     counts = {}
     for v in verdicts:
         counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
@@ -98,7 +109,8 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
     for v in verdicts:
         expected = " (as expected)" if v.get("matches_expected") else " (unexpected)" if v.get("matches_expected") is False else ""
         data = f" **Unverified data** (not the release files): {', '.join(v['unverified_data'])}." if v.get("unverified_data") else ""
-        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{v['verdict']}**{expected} | {v['note']}{data} |")
+        note = f"{REHEARSAL}. {v['note']}" if v.get("rehearsal") else v["note"]
+        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{_verdict_word(v)}**{expected} | {note}{data} |")
     lines += ["", "## Measurements", "",
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",
@@ -111,6 +123,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         for name, m in v["measurements"].items():
             measured = _measured(m) + (f" (degenerate: {', '.join(m['degenerate'])})" if m.get("degenerate") else "")
             measured += " (unverified data)" if m.get("unverified_data") else ""
+            measured += f" ({REHEARSAL})" if v.get("rehearsal") else ""
             lines.append(f"| `{v['id']}` | {m.get('label', name)} | {_fmt(m.get('reported'))} | {measured} | "
                          f"{_floors(m)} | {_params(m)} | {m.get('substitute_for') or '—'} |")
         for name, c in v.get("controls", {}).items():

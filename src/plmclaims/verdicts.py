@@ -415,7 +415,9 @@ def _header(cplan: ClaimPlan, tier: dict, verdict: str, note: str) -> dict:
             "statement": claim.data["statement"], "source": claim.data["source"], "protocol": claim.protocol,
             "verdict": verdict, "note": note, "expected": expected,
             "matches_expected": all(e["verdict"] == verdict for e in expected) if expected else None,
-            "tier_note": claim.data.get("tier_notes", {}).get(tier["name"], "")}
+            "tier_note": claim.data.get("tier_notes", {}).get(tier["name"], ""),
+            # a rehearsal runs the paper DAG on stand-in weights: the verdict code runs, the verdict means nothing
+            "rehearsal": bool(tier.get("rehearsal"))}
 
 
 def _error_row(cplan: ClaimPlan, tier: dict, note: str, results: str | None = None) -> dict:

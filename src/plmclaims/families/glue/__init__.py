@@ -52,7 +52,11 @@ FAMILY = Family(
     axes={"seed": "seeds"},
     protocol={"split": ("dev",), "similarity": None, "text_form": None},
     controls=False,
-    layouts={"finetune": Layout("results", "runs/finetune/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json")},
+    # `finetuned`: the same run as `finetune` (same fields, tier view and parameters, so the same training and dev
+    # predictions) that also keeps the trained model in model/ beside its metrics.json; planned only for a run that
+    # reads the weights (plan.finetuned_run)
+    layouts={"finetune": Layout("results", "runs/finetune/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json"),
+             "finetuned": Layout("results", "runs/finetuned/{instance}/{method}/{task}/s{seed}/{key}", "metrics.json")},
     trains=True,
     tier_section="finetune",
     check_tier=check_tier,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...claims import Claim, Measurement
 from ...data import verify
+from ...errors import UserError
 from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
                      plan_task_runs)
 
@@ -18,6 +19,24 @@ def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, p
     view = merge(pick(tier, "data.glue", "finetune.budget"), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
     return make_run("finetune", fields, view, (model,) if model else (), params)
+
+
+def finetuned_run(tier: dict, instance: str, method: str, task: str, seed: int, params: dict) -> Run:
+    """finetune_run's twin that also saves the trained model (encoder + task head, and the tokenizer) in `model/`
+    beside its metrics.json, loadable with AutoModelForSequenceClassification.from_pretrained(<run dir>/model).
+
+    Same arguments, fields, tier view, upstream and parameters as finetune_run(tier, instance, method, task, seed,
+    params): the same training, so its metrics.json values and predictions.npz equal that run's, and anything that
+    changes the model changes its key. A separate kind (not a flag on `finetune`) so that no existing run's key or
+    folder changes and the weights are kept only where a downstream run reads them. Methods: training.SAVABLE_METHODS
+    (a LoRA model is saved with the update merged)."""
+    from ...training import SAVABLE_METHODS
+
+    if method not in SAVABLE_METHODS:
+        raise UserError(f"glue finetuned run: method {method!r} leaves no plain transformers model to save; "
+                        f"allowed values: {', '.join(SAVABLE_METHODS)}")
+    run = finetune_run(tier, instance, method, task, seed, params)
+    return make_run("finetuned", run.spec["fields"], run.spec["tier"], run.upstream, run.spec["params"])
 
 
 def grid_run(tier: dict, instance: str, method: str, task: str, head: int, order: int, params: dict) -> Run:

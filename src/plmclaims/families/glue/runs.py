@@ -31,8 +31,9 @@ def load_glue(tier: dict, task: str, split: str, data_root: str | None) -> glue.
 
 
 def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None, resources: str, out: Path,
-             threads: int | None = None) -> None:
-    """Fine-tune one instance with one method on one GLUE task for one seed; score the dev split."""
+             threads: int | None = None, save_model: bool = False) -> None:
+    """Fine-tune one instance with one method on one GLUE task for one seed; score the dev split. With save_model
+    (a `finetuned` run), also save the trained model in model/ beside metrics.json (training.save_model)."""
     import torch
 
     from ... import training
@@ -46,7 +47,8 @@ def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
     config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path,
               "revision": runs.hub_revision(tier, run_spec.instance)}
     with Run(out, config, seed=run_spec.seed) as run:
-        values, preds = training.finetune(model_path, run_spec.method, params, train, dev, budget, run_spec.seed)
+        values, preds = training.finetune(model_path, run_spec.method, params, train, dev, budget, run_spec.seed,
+                                          save_to=out.with_name("model") if save_model else None)
         run.values = values
         run.data_files.update({**train.files, **dev.files})
         atomic_save_npz(out.with_name("predictions.npz"), **preds)

@@ -75,7 +75,7 @@ def cmd_verdict(args) -> None:
     from .claims import load_claims
     from .plan import plan_claim
     from .provenance import Run, atomic_write_json
-    from .verdicts import decide_claim, mark_unverified_data
+    from .verdicts import decide_claim, mark_unverified_data, runs_provenance
 
     tier = _tier(args)
     claim = next((c for c in load_claims(args.claims_dir) if c.slug == args.claim or c.id == args.claim), None)
@@ -87,6 +87,7 @@ def cmd_verdict(args) -> None:
         if args.data_root is not None:
             mark_unverified_data(result, cplan, args.results, args.data_root)
     result["provenance"] = run.provenance()
+    result["runs_provenance"] = runs_provenance(cplan, args.results)
     atomic_write_json(args.out, result)
     print(f"{claim.id}: {result['verdict']} — {result['note']}")
 

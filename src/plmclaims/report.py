@@ -396,3 +396,24 @@ def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     forest_plot(verdicts, out_dir / "figures" / "forest.png")
     params_plot(verdicts, out_dir / "figures" / "quality-vs-params.png")
     curves_plot(verdicts, out_dir / "figures" / "curves.png")
+    atomic_write_json(out_dir / "provenance.json", provenance(verdicts, tier))
+
+
+def provenance(verdicts: list[dict], tier: dict) -> dict:
+    """What produced this report: the commit and package versions that wrote it, the claims it covers, and the
+    commits and versions of every run its verdicts read (a published report names them; tests check they are real)."""
+    from .provenance import git_commit, package_versions
+
+    commits: dict[str, int] = {}
+    packages: dict[str, set] = {}
+    for v in verdicts:
+        rp = v.get("runs_provenance") or {}
+        for c, n in rp.get("commits", {}).items():
+            commits[c] = commits.get(c, 0) + n
+        for name, versions in rp.get("packages", {}).items():
+            packages.setdefault(name, set()).update(versions)
+    return {"tier": tier["name"], "commit": git_commit(), "packages": package_versions(),
+            "claims": {v["id"]: v.get("version") for v in verdicts},
+            "verdict_commits": sorted({(v.get("provenance") or {}).get("git_commit", "unknown") for v in verdicts}),
+            "run_commits": dict(sorted(commits.items())),
+            "run_packages": {n: sorted(vs) for n, vs in sorted(packages.items())}}

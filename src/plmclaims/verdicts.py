@@ -454,6 +454,28 @@ def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_roo
         verdict["unverified_data"] = sorted(every)
 
 
+def runs_provenance(cplan: ClaimPlan, results: str) -> dict:
+    """What produced the runs a verdict read, from each run's own record: how many runs each commit wrote (a run
+    computed once is reused while its key holds, so a verdict reads runs from several commits) and every version of
+    the recorded packages. The published report states it; its test checks it against the project's pins."""
+    commits: dict[str, int] = {}
+    packages: dict[str, set] = {}
+    seen = set()
+    for pm in cplan.measurements.values():
+        for run in pm.runs + pm.controls:
+            path = Path(run.path(results))
+            if path in seen or not path.exists():
+                continue
+            seen.add(path)
+            prov = json.loads(path.read_text()).get("provenance", {})
+            commit = prov.get("git_commit", "unknown")
+            commits[commit] = commits.get(commit, 0) + 1
+            for name, version in (prov.get("packages") or {}).items():
+                packages.setdefault(name, set()).add(version)
+    return {"commits": dict(sorted(commits.items())),
+            "packages": {n: sorted(v for v in vs if v) for n, vs in sorted(packages.items())}}
+
+
 def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]],
                   elsewhere: list[tuple[str, str]] = ()) -> dict:
     """The verdict row of a claim whose runs failed: (failed rule, log path) for each failure. With no failure of its

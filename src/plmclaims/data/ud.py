@@ -64,13 +64,15 @@ class ProbeTask:
 
     ``words[s]`` is sentence s to encode; ``index`` is (n, 1) sentence ids for sentence tasks, (n, 2)
     (sentence, word) for word tasks and (n, 3) (sentence, head word, dependent word) for pair tasks, word positions
-    0-based; ``labels`` (n,) strings. ``edges`` are the class edges of a binned task."""
+    0-based; ``labels`` (n,) strings. ``edges`` are the class edges of a binned task; ``swaps`` are bigram shift's
+    swapped positions."""
 
     name: str
     words: list[list[str]]
     index: np.ndarray
     labels: np.ndarray
     edges: tuple[int, ...] | None = None
+    swaps: np.ndarray | None = None  # bigram shift: per sentence of ``words``, the swapped position or -1
 
 
 def local_root(source: dict | None, data_root: str | Path | None) -> Path:
@@ -253,25 +255,41 @@ def subject_number_task(sentences: list[Sentence]) -> ProbeTask:
     return _task("subject_number", sentences, index, labels)
 
 
-def bigram_shift_task(sentences: list[Sentence], seed: int = 0) -> ProbeTask:
-    """SentEval's BShift: in a seeded half of the sentences two adjacent words are swapped (label 'I', inverted),
-    the rest stay as they are ('O'). The swap position is drawn among positions whose two words differ, so a
-    shifted sentence always differs from the original; sentences with no such position are left out.
-    ``words`` holds the sentences as they are to be encoded (swapped where labelled 'I')."""
-    rng = np.random.default_rng(seed)
-    usable = [s for s, sent in enumerate(sentences)
-              if any(a != b for a, b in zip(sent.words, sent.words[1:]))]
-    shifted = set(rng.permutation(usable)[: len(usable) // 2].tolist())
-    words, labels = [], []
-    for s in usable:
-        w = list(sentences[s].words)
-        if s in shifted:
-            positions = [i for i in range(len(w) - 1) if w[i] != w[i + 1]]
-            i = positions[rng.integers(len(positions))]
+def bigram_shift_pairs(sent: Sentence) -> list[int]:
+    """Positions i where words i and i+1 may be swapped for bigram shift: neither is punctuation (UPOS PUNCT) and the
+    two forms differ. Punctuation is left out so that a shift reorders words, not a word and a comma or the final
+    full stop (a surface cue any reader of the sentence's end would see); equal forms would swap to the same text."""
+    return [i for i in range(len(sent) - 1)
+            if "PUNCT" not in (sent.upos[i], sent.upos[i + 1]) and sent.words[i] != sent.words[i + 1]]
+
+
+def bigram_shift_task(sentences: list[Sentence], seed: int = 0, swaps: np.ndarray | None = None) -> ProbeTask:
+    """SentEval's BShift (Conneau et al. 2018): in a seeded half (rounded down) of the usable sentences two adjacent
+    words are swapped (label 'I', inverted), the others stay as they are ('O'); chance is 0.5. A sentence is usable
+    when it has a pair bigram_shift_pairs allows; the position is drawn uniformly among those pairs; sentences with
+    none are left out of ``index`` (their ``words`` stay as they are).
+
+    ``words[s]`` is sentence s as it is to be encoded (swapped where shifted); ``index`` (n, 1) the usable
+    sentences; ``swaps[s]`` the position i whose words i, i+1 were swapped, -1 where none was. Given ``swaps`` (the
+    encode's record of what it encoded), the task is rebuilt from them instead of drawn."""
+    usable = [s for s, sent in enumerate(sentences) if bigram_shift_pairs(sent)]
+    if swaps is None:
+        rng = np.random.default_rng(seed)
+        swaps = np.full(len(sentences), -1, dtype=np.int64)
+        for s in sorted(rng.permutation(usable)[: len(usable) // 2].tolist()):
+            pairs = bigram_shift_pairs(sentences[s])
+            swaps[s] = pairs[rng.integers(len(pairs))]
+    swaps = np.asarray(swaps, dtype=np.int64)
+    if len(swaps) != len(sentences):
+        raise ValueError(f"{len(swaps)} swap positions for {len(sentences)} sentences")
+    words = []
+    for sent, i in zip(sentences, swaps):
+        w = list(sent.words)
+        if i >= 0:
             w[i], w[i + 1] = w[i + 1], w[i]
         words.append(w)
-        labels.append("I" if s in shifted else "O")
-    return ProbeTask("bigram_shift", words, np.arange(len(words)).reshape(-1, 1), np.array(labels))
+    labels = np.array(["I" if swaps[s] >= 0 else "O" for s in usable], dtype=str)
+    return ProbeTask("bigram_shift", words, np.array(usable, dtype=np.int64).reshape(-1, 1), labels, swaps=swaps)
 
 
 TASKS = {"upos": upos_task, "dependency": dependency_task, "length": length_task, "depth": depth_task,

@@ -4,11 +4,15 @@ sample of UD English EWT train and scored on dev (or test).
 Runs: one forward pass per (instance, scored split) keeps the word vectors (sub-word tokens averaged per UD word) of
 every layer for the sampled sentences; then one probe run per (instance, method, task, layer). `probe-linear` is a
 logistic regression on standardised features (a word's vector; a dependency arc's head and dependent vectors side by
-side; a sentence's mean word vector); `structural-probe` is Hewitt & Manning's rank-k distance probe on the `tree`
+side; a sentence's mean word vector; for `bigram-shift` the mean word vector of the sentence as encoded, two
+adjacent words swapped in a seeded half: its encode is a second forward pass over the same sample, keyed apart by
+the run parameter `words: bigram-shift`, so the other tasks' encodes keep their keys); `structural-probe` is Hewitt & Manning's rank-k distance probe on the `tree`
 benchmark. Both write per-item predictions in the score-run layout, judged as accuracy: for `tree` an item is a gold
 undirected edge (punctuation left out), gold its length in words, prediction the same length if the minimum spanning
 tree of the predicted distances has the edge and 0 if not, so accuracy is UUAS and the majority-class floor is the
 share of gold edges between adjacent words: exactly the UUAS of the chain that links each word to the next.
+Every item also carries its sentence (`<task>::groups` in predictions.npz): the words of one sentence are not
+independent draws, so a bootstrap that honours the groups resamples sentences, not words.
 
 A measurement picks its layer with `params: {layer: ...}`: an index (0 = the embeddings), or 'k/n', layer k of a
 paper's n-layer stack, scaled to the tier's model (round(k * L / n), and at least 1 when k > 0), so a claim about
@@ -20,10 +24,11 @@ import re
 from ...errors import UserError
 from ..family import Family, Layout
 
-LINEAR_TASKS = ("upos", "dependency", "length", "depth", "tense", "subject-number")  # data.ud.TASKS, '_' -> '-'
+LINEAR_TASKS = ("upos", "dependency", "length", "depth", "tense", "subject-number", "bigram-shift")  # data.ud.TASKS, '_' -> '-'
 STRUCTURAL_TASKS = ("tree",)
 METHOD_TASKS = {"probe-linear": LINEAR_TASKS, "structural-probe": STRUCTURAL_TASKS}
 ENCODER_KINDS = ("pretrain-mlm", "transformer")
+SHIFTED_WORDS = "bigram-shift"  # the encode variant whose sample has two adjacent words swapped in a seeded half
 LAYER_WHAT = ("a layer index (0: the embeddings), 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12'), or 'all' "
               "(every layer, 0 to the top: a curve for layer trends)")
 

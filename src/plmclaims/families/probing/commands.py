@@ -8,7 +8,7 @@ def cmd_probe_encode(args, run, tier) -> None:
     from .runs import encode
 
     encode(tier, run.instance, run.split, args.data_root, args.resources, Path(args.out), args.threads,
-           step=run.params.get("step"))
+           step=run.params.get("step"), words=run.params.get("words"))
 
 
 def cmd_probe(args, run, tier) -> None:

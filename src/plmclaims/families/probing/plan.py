@@ -6,27 +6,30 @@ from ...claims import Claim, Measurement
 from ...data import verify
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
 from ...tiers import instances, random_twins
-from . import ENCODER_KINDS, depth, resolve_layer
+from . import ENCODER_KINDS, SHIFTED_WORDS, depth, resolve_layer
 
 # the tier settings each run kind reads (and is keyed by): the sample, and each method's probe settings
 SAMPLE = ("probing.train_sentences", "probing.eval_sentences", "probing.max_words", "probing.seed")
 SETTINGS = {"probe-linear": "probing.linear", "structural-probe": "probing.structural"}
 
 
-def encode_run(tier: dict, instance: str, split: str, step: int | None = None) -> Run:
+def encode_run(tier: dict, instance: str, split: str, step: int | None = None, words: str | None = None) -> Run:
     """Word vectors of every layer for the seeded UD sample (train and the scored split) of one instance: its final
-    weights, or the checkpoint its pre-training saved at `step`."""
+    weights, or the checkpoint its pre-training saved at `step`. `words='bigram-shift'`: the same sample with two
+    adjacent words swapped in a seeded half of it (a run of its own; without it, params and keys are as before)."""
     view = merge(pick(tier, "data.ud", *SAMPLE, "encode"), asset_view(tier, instance))
     model = model_run(tier, instance)
+    params = {k: v for k, v in (("step", int(step) if step else None), ("words", words)) if v}
     return make_run("probe-encode", {"instance": instance, "split": split}, view, (model,) if model else (),
-                    {"step": int(step)} if step else None)
+                    params or None)
 
 
 def probe_run(tier: dict, instance: str, method: str, task: str, split: str, layer: int, step: int | None = None) -> Run:
     """One probe fitted on one layer's train vectors and scored on the split: metrics.json + predictions.npz."""
     view = merge(pick(tier, "data.ud", "probing.seed", SETTINGS[method]), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "split": split, "layer": int(layer)}
-    return make_run("probe", fields, view, (encode_run(tier, instance, split, step),))
+    words = SHIFTED_WORDS if task == "bigram-shift" else None
+    return make_run("probe", fields, view, (encode_run(tier, instance, split, step, words),))
 
 
 def checkpoint_steps(tier: dict, asset: str) -> list[int] | None:

@@ -10,9 +10,11 @@ import numpy as np
 
 from ... import encoders, plan, runs
 from ...data import seeded_subset, ud
+from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
 from ...stats import degenerate as degenerate_reason, document_index
 from ...tiers import Instance
+from . import SHIFTED_WORDS
 
 log = logging.getLogger("plmclaims")
 PARTS = ("train", "eval")  # the probe's training sample and the scored split's sample
@@ -30,10 +32,14 @@ def sample(data: ud.UdData, k: int | None, max_words: int | None, seed: int) -> 
 
 
 def encode(tier: dict, instance: str, split: str, data_root: str | None, resources: str, out: Path,
-           threads: int | None = None, step: int | None = None) -> None:
+           threads: int | None = None, step: int | None = None, words: str | None = None) -> None:
     """Word vectors (sub-word tokens averaged per UD word) of every hidden-state layer; writes words.npz with, per
     part, the kept sentence indices and one (n_words, d) float16 array per layer. `step`: the weights pre-training
-    saved at that step instead of its final ones."""
+    saved at that step instead of its final ones. `words='bigram-shift'`: the sample's sentences with two adjacent
+    words swapped in a seeded half (ud.bigram_shift_task, seeded by probing.seed), and per part `swaps`, the
+    position swapped in each kept sentence (-1: none), from which the probe rebuilds the labels of what was encoded."""
+    if words not in (None, SHIFTED_WORDS):
+        raise ValueError(f"probe-encode words={words!r}; allowed: {SHIFTED_WORDS!r} or none")
     import torch
 
     if threads:
@@ -43,16 +49,21 @@ def encode(tier: dict, instance: str, split: str, data_root: str | None, resourc
     max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
     config = {"instance": instance, "split": split, "probing": {k: pr.get(k) for k in ("train_sentences", "eval_sentences", "max_words", "seed")},
               "tier": tier["name"], "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance),
-              "step": step}
+              "step": step, "words": words}
     arrays, stats = {}, {}
     with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
         model, tok, path = runs.load_encoder(tier, inst, resources, step)
         for part, name, k in (("train", "train", pr.get("train_sentences")), ("eval", split, pr.get("eval_sentences"))):
             data = load_split(tier, name, data_root)
             ids = sample(data, k, pr.get("max_words"), int(pr.get("seed", 0)))
-            words = [data.sentences[i].words for i in ids]
-            vecs, kept = encoders.encode_words(model, tok, words, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+            text = [data.sentences[i].words for i in ids]
+            if words == SHIFTED_WORDS:
+                shifted = ud.bigram_shift_task([data.sentences[i] for i in ids], seed=int(pr.get("seed", 0)))
+                text = shifted.words
+            vecs, kept = encoders.encode_words(model, tok, text, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
             arrays[f"{part}::sentences"] = ids[kept]
+            if words == SHIFTED_WORDS:  # a swap keeps the sub-word count, so `kept` is the originals' too
+                arrays[f"{part}::swaps"] = shifted.swaps[kept]
             arrays.update({f"{part}::layer{l}": v.astype(np.float16) for l, v in enumerate(vecs)})
             stats[part] = {"split": name, "sentences": int(kept.sum()), "words": int(vecs.shape[1]),
                            "left_out_too_long": int((~kept).sum())}
@@ -78,16 +89,31 @@ def _features(task: ud.ProbeTask, vecs: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.concatenate([vecs[s][h], vecs[s][d]]) for s, h, d in idx])
 
 
-def linear(task_name: str, train, eval_, train_vecs, eval_vecs, settings: dict, seed: int) -> tuple[dict, dict]:
+def build_task(task_name: str, sentences: list[ud.Sentence], npz, part: str) -> ud.ProbeTask:
+    """One part's examples of a linear task. Bigram shift's labels are rebuilt from the swaps its encode recorded, so
+    they describe exactly the sentences that were encoded."""
+    if task_name == "bigram-shift":
+        if f"{part}::swaps" not in npz.files:
+            raise UserError(f"bigram-shift needs the encode of the shifted sentences (run parameter words: "
+                            f"{SHIFTED_WORDS}); this words.npz has no {part}::swaps: rerun the workflow, which plans it")
+        return ud.bigram_shift_task(sentences, swaps=npz[f"{part}::swaps"])
+    # universal relations only (nmod:poss -> nmod): a label set the probe can learn from a small sample
+    kwargs = {"subtypes": False} if task_name == "dependency" else {}
+    return ud.TASKS[task_name.replace("-", "_")](sentences, **kwargs)
+
+
+def sentence_groups(eval_: list[ud.Sentence], index: np.ndarray) -> np.ndarray:
+    """Each item's sentence (a hash of its sent_id): the unit a bootstrap over sentences resamples."""
+    return document_index([eval_[s].sent_id for s in index[:, 0]])
+
+
+def linear(t_train: ud.ProbeTask, t_eval: ud.ProbeTask, eval_, train_vecs, eval_vecs, settings: dict,
+           seed: int) -> tuple[dict, dict]:
     """A standardised logistic regression on train, predicted on the scored split; labels as class ids."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    build = ud.TASKS[task_name.replace("-", "_")]
-    # universal relations only (nmod:poss -> nmod): a label set the probe can learn from a small sample
-    kwargs = {"subtypes": False} if task_name == "dependency" else {}
-    t_train, t_eval = build(train, **kwargs), build(eval_, **kwargs)
     classes = np.unique(np.concatenate([t_train.labels, t_eval.labels]))
     y_train, y_eval = np.searchsorted(classes, t_train.labels), np.searchsorted(classes, t_eval.labels)
     model = make_pipeline(StandardScaler(), LogisticRegression(C=float(settings.get("c", 1.0)),
@@ -99,7 +125,8 @@ def linear(task_name: str, train, eval_, train_vecs, eval_vecs, settings: dict, 
     majority = np.bincount(y_train, minlength=len(classes)).argmax()
     values = {"accuracy": float(np.mean(pred == y_eval)), "examples": int(len(y_eval)), "train_examples": int(len(y_train)),
               "classes": classes.tolist(), "train_majority_baseline": float(np.mean(y_eval == majority))}
-    return values, {"pred": pred.astype(np.int64), "gold": y_eval.astype(np.int64), "index": index}
+    return values, {"pred": pred.astype(np.int64), "gold": y_eval.astype(np.int64), "index": index,
+                    "groups": sentence_groups(eval_, t_eval.index)}
 
 
 def structural(train, eval_, train_vecs, eval_vecs, settings: dict, seed: int) -> tuple[dict, dict]:
@@ -117,12 +144,14 @@ def structural(train, eval_, train_vecs, eval_vecs, settings: dict, seed: int) -
     rows = []
     for s, (p, g, k) in enumerate(zip(predicted, gold, keep)):
         found = probes.mst_edges(p, k)
-        rows += [(eval_[s].sent_id, i, j, j - i, (j - i) * ((i, j) in found)) for i, j in sorted(probes.mst_edges(g, k))]
-    ids, i, j, length, pred = map(np.asarray, zip(*rows))
+        rows += [(s, i, j, j - i, (j - i) * ((i, j) in found)) for i, j in sorted(probes.mst_edges(g, k))]
+    sent, i, j, length, pred = map(np.asarray, zip(*rows))
+    ids = [eval_[s].sent_id for s in sent]
     values = {"accuracy": float(np.mean(pred == length)), "examples": int(len(rows)),
               "uuas": probes.uuas(predicted, gold, keep), "distance_spearman": probes.distance_spearman(predicted, gold),
               "adjacent_chain_uuas": float(np.mean(length == 1)), "rank": int(b.shape[0])}
-    return values, {"pred": pred.astype(np.int64), "gold": length.astype(np.int64), "index": document_index(ids, i, j)}
+    return values, {"pred": pred.astype(np.int64), "gold": length.astype(np.int64), "index": document_index(ids, i, j),
+                    "groups": sentence_groups(eval_, sent[:, None])}
 
 
 def probe(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path, out: Path, threads: int | None = None) -> None:
@@ -146,7 +175,8 @@ def probe(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path, 
         # BLAS threads beyond the job's own fight the other jobs for the cores: a small fit then takes 30x longer
         with threadpool_limits(threads or 1):
             if method == "probe-linear":
-                values, items = linear(task, sents["train"], sents["eval"], vecs["train"], vecs["eval"], settings, seed)
+                tasks = [build_task(task, sents[p], npz, p) for p in PARTS]
+                values, items = linear(*tasks, sents["eval"], vecs["train"], vecs["eval"], settings, seed)
             else:
                 values, items = structural(sents["train"], sents["eval"], vecs["train"], vecs["eval"], settings, seed)
         values["layer"] = layer
@@ -156,6 +186,7 @@ def probe(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path, 
             run.values["degenerate"] = f"{task}: {why}"
         atomic_save_npz(out.with_name("predictions.npz"), **{f"{task}::pred": items["pred"], f"{task}::gold": items["gold"],
                                                               f"{task}::subsets": np.full(len(items["gold"]), f"ewt-{run_spec.split}"),
-                                                              f"{task}::index": items["index"]})
+                                                              f"{task}::index": items["index"],
+                                                              f"{task}::groups": items["groups"]})
     log.info("probe %s %s %s layer %d: accuracy %.4f on %d items", run_spec.instance, method, task, layer,
              values["accuracy"], values["examples"])

@@ -3,6 +3,8 @@ pass per instance and scored split) and probe (one probe on one layer; per-item 
 so the verdict engine judges them as accuracy with its chance and random-weights floors)."""
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from pathlib import Path
 
@@ -21,7 +23,17 @@ PARTS = ("train", "eval")  # the probe's training sample and the scored split's 
 
 
 def load_split(tier: dict, split: str, data_root: str | None) -> ud.UdData:
-    return ud.load(data_root, split, tier["data"]["ud"])  # the release counts are asserted on every load
+    """One UD split, its release counts asserted; parsed once per process and file version (a test that runs many
+    probes in one process would otherwise parse EWT train, 200k words, for each)."""
+    source = tier["data"]["ud"]
+    (path,) = ud.local_files(ud.local_root(source, data_root), split)
+    stat = path.stat() if path.exists() else None  # a missing file fails in ud.load, with its message
+    return _load(data_root, split, json.dumps(source, sort_keys=True), stat and (stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(data_root, split: str, source: str, version) -> ud.UdData:
+    return ud.load(data_root, split, json.loads(source))
 
 
 def sample(data: ud.UdData, k: int | None, max_words: int | None, seed: int) -> np.ndarray:

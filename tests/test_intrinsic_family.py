@@ -189,3 +189,157 @@ def test_synthetic_verdicts(tmp_path, repo):
         bad = decide_claim(cplan, tier, str(tmp_path / "flat"))
         expected = ["inconclusive"] * 2 if cid == ANISO else ["contradicted"] * 2  # equal layers: no difference
         assert [c["outcome"] for c in bad["checks"][:2]] == expected, bad["checks"]
+
+
+# ---------------------------------------------------------------- attention to special tokens (P6, Clark et al. 2019)
+
+SEP = "intrinsic/attention-to-sep-middle-layers"
+GRAD = "intrinsic/attention-sep-gradient-small"
+SHARES = ("attention-to-sep", "attention-to-cls", "attention-to-punctuation")
+
+
+@pytest.mark.parametrize("tier_name, layers, instances", [
+    ("tiny", 2, {"micro-bert.s1"}), ("micro", 4, {"micro-bert.s1", "micro-bert.s2"}), ("paper", 12, {"bert-base-uncased"})])
+def test_attention_curve_from_layer_one_with_twins_sharing_one_pass(repo, tier_name, layers, instances):
+    tier = load_tier(tier_name)
+    twins = {f"{i.split('.')[0]}.random-s{s}" for i in instances for s in tier["controls"]["random_weights_seeds"]}
+    keys, maps = {}, {}
+    for cid in (SEP, GRAD):
+        ms = P.plan_claim(_claim(repo, cid), tier).measurements
+        curve = ms["layers"]
+        assert list(curve.points) == list(range(1, layers + 1))  # the embeddings attend nowhere: no layer 0
+        assert {r.layer for r in ms["middle"].runs} == {max(1, round(8 * layers / 12))}
+        assert {r.layer for r in ms["layer1"].runs} == {1} and {r.instance for r in ms["layer1"].controls} == twins
+        for x in curve.points:
+            assert {r.instance for r in curve.points[x]} == instances and {r.instance for r in curve.control_points[x]} == twins
+        for r in [r for rs in list(curve.points.values()) + list(curve.control_points.values()) for r in rs]:
+            assert r.kind == "attention" and r.split == "dev" and r.upstream[0].kind == "attention-maps"
+            assert r.upstream[0].params == {"gradient": True}  # BERTs keep their MLM head; so do their twins
+            keys.setdefault((r.instance, r.layer), set()).add(r.key)
+            maps.setdefault(r.instance, set()).add(r.upstream[0].key)
+    # both claims read the same run per (instance, layer); one pass per instance serves every layer
+    assert all(len(k) == 1 for k in keys.values()) and all(len(k) == 1 for k in maps.values())
+    assert len(maps) == len(instances | twins)
+
+
+def test_attention_runs_follow_their_settings_and_not_run_without_a_head(repo):
+    tier = load_tier("micro")
+    base = P.plan_claim(_claim(repo, SEP), tier).measurements["middle"].runs[0]
+    sample = P.plan_claim(_claim(repo, SEP), with_overrides(tier, {"probing.eval_sentences": 100})).measurements["middle"].runs[0]
+    assert sample.upstream[0].key != base.upstream[0].key and sample.key != base.key
+    assert P.plan_claim(_claim(repo, SEP), with_overrides(tier, {"probing.train_sentences": 10})).measurements["middle"].runs[0] == base
+    assert P.plan_claim(_claim(repo, SEP), with_overrides(tier, {"intrinsic.pairs": 10})).measurements["middle"].runs[0] == base
+    # all-MiniLM-L6-v2 is a sentence encoder without its MLM head: shares are measured, the gradient is not run
+    minilm = with_overrides(tier, {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"}, "probing.layers": {"all-minilm-l6-v2": 6}})
+    shares = P.plan_claim(_claim(repo, SEP), minilm).measurements["layers"]
+    assert shares.status == "ok" and list(shares.points) == list(range(1, 7))
+    assert not shares.points[1][0].upstream[0].params.get("gradient")
+    for pm in P.plan_claim(_claim(repo, GRAD), minilm).measurements.values():
+        assert pm.status == "not-run" and "masked-LM head" in pm.reason and "all-minilm-l6-v2" in pm.reason
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"measurements.layer1.params.layer": 0}, "layer 0 is the embeddings"),
+    ({"measurements.layer1.params.layer": "0/12"}, "layer 0 is the embeddings"),
+    ({"protocol.benchmarks": ["attention-to-sep", "attention-to-cls", "anisotropy"]}, "attention-maps does not score anisotropy"),
+])
+def test_attention_claims_refused_in_one_line(tmp_path, repo, change, message):
+    data = yaml.safe_load((repo / "replications" / f"{SEP}.yaml").read_text())
+    for key, value in change.items():
+        node = data
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node[p]
+        node[last] = value
+    path = tmp_path / "claims" / f"{SEP}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match=message):
+        check_against_tier(load_claim(path, tmp_path / "claims"), load_tier("micro"))
+
+
+def _local_bert(path: Path, minilm_path: str, head: bool, uniform: bool = False) -> None:
+    """A 3-layer BERT (with or without its MLM head) and all-MiniLM's tokenizer; `uniform`: zero queries, so every
+    head attends uniformly."""
+    import torch
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, BertConfig
+
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    model = (AutoModelForMaskedLM if head else AutoModel).from_config(config)
+    if uniform:
+        with torch.no_grad():
+            for layer in model.base_model.encoder.layer:
+                layer.attention.self.query.weight.zero_()
+                layer.attention.self.query.bias.zero_()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+
+
+def _run_attention(run, tier, data_root, roots) -> None:
+    """An attention run the way its rules would: the maps (once per instance), then the layer."""
+    from plmclaims.families.intrinsic import runs as R
+
+    maps = run.upstream[0]
+    maps_out = Path(maps.path(roots["results"]))
+    if not maps_out.exists():
+        R.attention_maps(maps.tier(tier["name"], tier["_path"]), maps, str(data_root), roots["resources"], maps_out)
+    R.attention(run.tier(tier["name"], tier["_path"]), run, maps_out, Path(run.path(roots["results"])))
+
+
+def test_attention_runs_write_values_the_verdict_engine_reads(tmp_path, repo, data_root, minilm_path):
+    """Both claims through the rule bodies on a local 3-layer BERT with its MLM head (and its random twins), on the
+    tiny tier's 20 dev sentences: per-sentence values whose means the report shows, judged as semantic (shown)."""
+    _local_bert(tmp_path / "mlm", minilm_path, head=True)
+    tier = with_overrides(load_tier("tiny"), {
+        "roles.raw-encoder": {"asset": "tiny-mlm"}, "probing.layers": {"tiny-mlm": 3},
+        "assets.tiny-mlm": {"kind": "transformer", "source": "local", "path": str(tmp_path / "mlm")}})
+    roots = {"results": str(tmp_path / "results"), "resources": str(tmp_path / "resources")}
+    for cid in (SEP, GRAD):
+        cplan = P.plan_claim(_claim(repo, cid), tier)
+        for run in cplan.score_runs():
+            _run_attention(run, tier, data_root, roots)
+        verdict = decide_claim(cplan, tier, roots["results"])
+        assert verdict["verdict"] == "not-run" and all(c["outcome"] == "not-judged" for c in verdict["checks"]), verdict["checks"]
+        assert all(c["measured_outcome"] in ("holds", "contradicted", "inconclusive") for c in verdict["checks"])
+        bench = SHARES if cid == SEP else ("sep-attention-gradient",)
+        for run in cplan.measurements["layers"].points[2]:
+            values = json.loads(Path(run.path(roots["results"])).read_text())["values"]
+            npz = np.load(Path(run.path(roots["results"])).with_name("predictions.npz"))
+            for b in bench:
+                assert np.mean(npz[f"{b}::pred"]) == pytest.approx(values["benchmarks"][b]["mean"])
+                assert len(npz[f"{b}::pred"]) == values["benchmarks"][b]["examples"] <= 20
+            shown = next(p for p in verdict["measurements"]["layers"]["curve"] if p["x"] == 2)
+            assert shown["per_benchmark"][bench[0]]["measured"] == pytest.approx(
+                float(P.plan_claim(_claim(repo, cid), tier).claim.protocol["scale"]) * values["benchmarks"][bench[0]]["mean"])
+            if cid == SEP:  # one [SEP] per sentence: uniform attention gives it 1/T, between 1/14 and 1/3 here
+                sep = values["benchmarks"]["attention-to-sep"]
+                assert sep["examples"] == values["sentences"] and 1 / 16 < sep["uniform"] < 1 / 3
+                assert sep["mean"] == pytest.approx(sep["share"] - sep["uniform"])
+                assert values["benchmarks"]["attention-to-punctuation"]["examples"] < values["sentences"]
+            else:
+                assert (npz["sep-attention-gradient::pred"] > 0).all()
+        assert json.loads(Path(cplan.measurements["layers"].points[1][0].path(roots["results"])).read_text())[
+            "provenance"]["data_sha256"]
+
+
+def test_uniform_attention_has_no_excess_and_no_head_no_gradient(tmp_path, data_root, minilm_path):
+    """Zero queries make every head attend uniformly: each share is exactly uniform's, so every value is 0; an
+    encoder without its MLM head writes the shares and no gradient."""
+    from plmclaims.families.intrinsic import plan as IP
+
+    _local_bert(tmp_path / "enc", minilm_path, head=False, uniform=True)
+    spec = {"kind": "transformer", "source": "local", "path": str(tmp_path / "enc")}
+    tier = with_overrides(load_tier("tiny"), {"assets.tiny-enc": spec, "probing.layers": {"tiny-enc": 3}})
+    assert "BertModel" in IP.mlm_head_missing(spec)
+    run = IP.attention_run(tier, "tiny-enc", "dev", 2)
+    roots = {"results": str(tmp_path / "results"), "resources": str(tmp_path / "resources")}
+    _run_attention(run, tier, data_root, roots)
+    out = Path(run.path(roots["results"]))
+    values = json.loads(out.read_text())["values"]
+    npz = np.load(out.with_name("predictions.npz"))
+    for b in SHARES:
+        assert np.abs(npz[f"{b}::pred"]).max() < 1e-5
+    assert "sep-attention-gradient::pred" not in npz.files and "sep-attention-gradient" in values["not_run"]

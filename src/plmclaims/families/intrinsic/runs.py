@@ -1,7 +1,10 @@
-"""The intrinsic family's rule body: geometry (one layer of the probing family's word vectors; per-item values in
-the score-run layout, so the verdict engine bootstraps their mean against the chance floor 0)."""
+"""The intrinsic family's rule bodies: geometry (one layer of the probing family's word vectors), attention_maps (one
+eager-attention pass per sentence of the split's sample, every layer) and attention (one layer of the maps). Scored
+runs write per-item values in the score-run layout, so the verdict engine bootstraps their mean against the chance
+floor 0."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -9,6 +12,7 @@ import numpy as np
 
 from ... import plan
 from ...data import ud
+from ...errors import UserError
 from ...methods import geometry as G
 from ...provenance import Run, atomic_save_npz
 from ...stats import degenerate as degenerate_reason, document_index
@@ -86,3 +90,161 @@ def geometry(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Pat
         atomic_save_npz(out.with_name("predictions.npz"), **arrays)
     log.info("geometry %s layer %d: anisotropy %.3f, adjusted self-similarity %.3f, adjusted MEV %.3f (%d words)",
              run_spec.instance, layer, *(values[b]["mean"] for b in items), values["self-similarity"]["examples"])
+
+
+# ---------------------------------------------------------------- attention to special tokens (Clark et al. 2019)
+
+PUNCTUATION = (".", ",")
+MASK_RATE = 0.15  # BERT's masking rate, for the MLM loss whose gradient is taken
+
+
+def load_attention_model(tier: dict, inst, resources: str, gradient: bool):
+    """The instance with eager attention (sdpa returns no weights), with its MLM head when `gradient`; a random-weights
+    twin is the same architecture from its config, seeded. Refuses a checkpoint without the head it was planned with."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from ...models.microbert import bert_config
+    from ...runs import model_source
+
+    hf_logging.set_verbosity_error()  # an encoder-only load reports the unused head; the check below speaks for it
+    path = model_source(tier, inst, resources)
+    cls = AutoModelForMaskedLM if gradient else AutoModel
+    torch.manual_seed(inst.seed or 0)
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        if inst.random:
+            config = (bert_config(tier["assets"][inst.asset]["model"], len(tok)) if inst.kind == "pretrain-mlm"
+                      else AutoConfig.from_pretrained(path))
+            model = cls.from_config(config, attn_implementation="eager")
+        else:
+            model, info = cls.from_pretrained(path, attn_implementation="eager", output_loading_info=True)
+            if gradient and any(k.startswith("cls.predictions.transform") for k in info["missing_keys"]):
+                raise UserError(f"model {path!r} (asset '{inst.asset}') has no masked-LM head, though the plan takes "
+                                "the MLM loss's gradient (families/intrinsic/plan.py: mlm_head_missing)")
+    except OSError as err:
+        raise UserError(f"model {path!r} for asset '{inst.asset}' could not be loaded ({str(err).splitlines()[0]}); "
+                        "with HF_HUB_OFFLINE=1 it must be prefetched first") from None
+    return model.eval(), tok, path
+
+
+def token_types(tok, input_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Key masks of one tokenised sequence: [SEP], [CLS], and periods and commas (as whole tokens)."""
+    pieces = np.array(tok.convert_ids_to_tokens(input_ids.tolist()))
+    return {"sep": input_ids == tok.sep_token_id, "cls": input_ids == tok.cls_token_id,
+            "punctuation": np.isin(pieces, PUNCTUATION)}
+
+
+def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resources: str, out: Path,
+                   threads: int | None = None) -> None:
+    """Per sentence of the split's sample and per layer: the attention shares on each token type and uniform's, and
+    with an MLM head the gradient on [SEP]. Writes attention.npz (sentences, sent_ids, tokens; <type>::share (n,
+    layers), <type>::uniform (n,), sep::gradient (n, layers)) and metrics.json beside it."""
+    import torch
+
+    from ...encoders import best_device
+    from ...methods import attention as A
+    from ...tiers import Instance
+    from ..probing.runs import sample
+
+    if threads:
+        torch.set_num_threads(threads)
+    pr, seed = tier["probing"], int(tier["intrinsic"].get("seed", 0))
+    inst = Instance.parse(run_spec.instance, tier)
+    gradient = bool(run_spec.params.get("gradient"))
+    max_len = int(tier["assets"][inst.asset].get("max_length", tier.get("encode", {}).get("max_length", 128)))
+    config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"], "mask_rate": MASK_RATE}
+    with Run(out.with_name("metrics.json"), config, seed=seed) as run:
+        model, tok, path = load_attention_model(tier, inst, resources, gradient)
+        model.to(best_device())
+        data = ud.load(data_root, run_spec.split, tier["data"]["ud"])
+        run.data_files.update(data.files)
+        kept, sent_ids, lengths, losses = [], [], [], []
+        shares = {t: [] for t in ("sep", "cls", "punctuation")}
+        uniform = {t: [] for t in shares}
+        grads = []
+        for s in sample(data, pr.get("eval_sentences"), pr.get("max_words"), int(pr.get("seed", 0))):
+            sent = data.sentences[int(s)]
+            enc = tok(sent.words, is_split_into_words=True, truncation=False)
+            ids = np.asarray(enc["input_ids"])
+            if len(ids) > max_len:
+                continue
+            types = token_types(tok, ids)
+            masked = None
+            if gradient:  # seeded per sentence: its mask does not depend on which other sentences were kept
+                words = np.flatnonzero([w is not None for w in enc.word_ids()])
+                masked = A.mask_positions(words, MASK_RATE, np.random.default_rng((seed, int(s))))
+            attn, grad = A.forward(model, ids, masked, tok.mask_token_id)
+            for t, keys in types.items():
+                shares[t].append(A.attention_share(attn, keys))
+                uniform[t].append(A.uniform_share(keys))
+            if gradient:
+                grads.append(A.gradient_magnitude(grad, types["sep"]))
+            kept.append(int(s))
+            sent_ids.append(sent.sent_id)
+            lengths.append(len(ids))
+        if not kept:
+            raise ValueError(f"no sentence of the {run_spec.split} sample fits in {max_len} tokens")
+        arrays = {"sentences": np.array(kept), "sent_ids": np.array(sent_ids), "tokens": np.array(lengths)}
+        for t in shares:
+            arrays[f"{t}::share"] = np.stack(shares[t]).astype(np.float32)
+            arrays[f"{t}::uniform"] = np.array(uniform[t], np.float32)
+        if gradient:
+            arrays["sep::gradient"] = np.stack(grads).astype(np.float32)
+        run.values = {"sentences": len(kept), "mean_tokens": float(np.mean(lengths)), "layers": int(attn.shape[0]),
+                      "heads": int(attn.shape[1]), "model": path, "gradient": gradient,
+                      "share_per_layer": {t: arrays[f"{t}::share"].mean(0).round(4).tolist() for t in shares}}
+        if gradient:
+            run.values["sep_gradient_per_layer"] = arrays["sep::gradient"].mean(0).tolist()
+        atomic_save_npz(out, **arrays)
+    log.info("attention-maps %s %s: %d sentences; [SEP] share per layer %s", run_spec.instance, run_spec.split,
+             len(kept), run.values["share_per_layer"]["sep"])
+
+
+def _mean(v: np.ndarray) -> float | None:
+    return float(v.mean()) if len(v) else None  # no sentence with such a token: no number
+
+
+def attention(tier: dict, run_spec: plan.Run, maps: Path, out: Path) -> None:
+    """One layer's benchmarks from the maps: metrics.json and predictions.npz (per benchmark pred, gold 0, subsets,
+    index: one item per sentence). Shares are in excess of uniform attention; for punctuation only sentences with a
+    period or comma count. Without an MLM head the gradient benchmark is absent, and metrics.json says why."""
+    from . import GRADIENT, SHARES
+
+    layer = int(run_spec.layer)
+    config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
+    with Run(out, config) as run:
+        npz = np.load(maps)
+        upstream = json.loads(maps.with_name("metrics.json").read_text())
+        run.data_files.update(upstream.get("provenance", {}).get("data_sha256", {}))
+        n_layers = npz["sep::share"].shape[1]
+        if not 1 <= layer <= n_layers:
+            raise ValueError(f"{maps}: attention layers are 1-{n_layers}, not {layer}")
+        index = document_index(npz["sent_ids"])
+        items, values = {}, {}
+        for bench, t in SHARES.items():
+            share, uni = npz[f"{t}::share"][:, layer - 1].astype(np.float64), npz[f"{t}::uniform"].astype(np.float64)
+            keep = uni > 0  # the sentence has such a token (always for [SEP] and [CLS])
+            items[bench] = {"pred": share[keep] - uni[keep], "index": index[keep]}
+            values[bench] = {"mean": _mean(share[keep] - uni[keep]), "examples": int(keep.sum()),
+                             "share": _mean(share[keep]), "uniform": _mean(uni[keep])}
+        if "sep::gradient" in npz.files:
+            g = npz["sep::gradient"][:, layer - 1].astype(np.float64)
+            items[GRADIENT] = {"pred": g, "index": index}
+            values[GRADIENT] = {"mean": float(g.mean()), "examples": int(len(g))}
+        else:
+            run.values["not_run"] = {GRADIENT: "the model was loaded without a masked-LM head (plan: mlm_head_missing)"}
+        run.values.update({"benchmarks": values, "layer": layer, "sentences": int(len(index))})
+        arrays = {}
+        for b, it in items.items():
+            n = len(it["pred"])
+            arrays.update({f"{b}::pred": it["pred"], f"{b}::gold": np.zeros(n), f"{b}::index": it["index"],
+                           f"{b}::subsets": np.full(n, f"ewt-{run_spec.split}")})
+            # per benchmark, not run-wide: a constant share (no punctuation) must not void the [SEP] values
+            why = degenerate_reason(it["pred"]) if n else "no sentence has such a token"
+            if why:
+                values[b]["degenerate"] = why
+        atomic_save_npz(out.with_name("predictions.npz"), **arrays)
+    log.info("attention %s layer %d: %s", run_spec.instance, layer,
+             ", ".join(f"{b} {v['mean']:.4f}" for b, v in values.items() if v["mean"] is not None))

@@ -1,0 +1,64 @@
+"""Attention to special tokens (Clark et al. 2019, "What Does BERT Look At?", section 3, Figs. 2 and 3).
+
+One sequence at a time: ``attn`` and ``grad`` are (layers, heads, T, T) arrays, row q of a head's map being query
+token q's attention over the T keys (it sums to 1); ``keys`` is a (T,) bool mask of the key tokens of one type
+([SEP], [CLS], periods and commas). The paper's measures, averaged over every head and every query token:
+
+- the share of attention that goes to the marked tokens (Fig. 2);
+- the share uniform attention would give them, |marked| / T: the chance level;
+- the magnitude of the gradient of the masked-LM loss with respect to the attention weights on the marked tokens
+  (Fig. 3: where attention to [SEP] is a no-op, changing it changes the loss little).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def attention_share(attn: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per layer, the share of each query's attention on the marked keys, averaged over heads and queries."""
+    return np.asarray(attn)[..., np.asarray(keys, bool)].sum(-1).mean(axis=(-2, -1))
+
+
+def uniform_share(keys: np.ndarray) -> float:
+    """The share uniform attention (every key weighted 1/T) puts on the marked keys."""
+    return float(np.mean(np.asarray(keys, bool)))
+
+
+def gradient_magnitude(grad: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per layer, the mean |d loss / d attention weight| over heads, queries and the marked keys (NaN: none marked)."""
+    keys = np.asarray(keys, bool)
+    if not keys.any():
+        return np.full(np.shape(grad)[0], np.nan)
+    return np.abs(np.asarray(grad)[..., keys]).mean(axis=(-3, -2, -1))
+
+
+def mask_positions(candidates: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """The positions to mask for the MLM loss: round(rate * n) of the candidates (at least one), drawn without
+    replacement, sorted."""
+    candidates = np.asarray(candidates)
+    k = min(len(candidates), max(1, int(round(rate * len(candidates)))))
+    return np.sort(rng.choice(candidates, size=k, replace=False))
+
+
+def forward(model, input_ids, masked: np.ndarray | None = None, mask_id: int | None = None):
+    """One sequence through a BERT loaded with eager attention (the default sdpa kernels return no weights).
+
+    Returns (attention (layers, heads, T, T) of the unmasked input, gradient of the MLM loss with respect to the
+    attention weights of the input with `masked` positions replaced by `mask_id`, or None when `masked` is None)."""
+    import torch
+
+    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long).unsqueeze(0).to(model.device)
+    with torch.inference_mode():
+        out = model(input_ids=ids, output_attentions=True)
+    if not out.attentions or out.attentions[0] is None:  # sdpa gives none (an empty tuple, or Nones)
+        raise ValueError("the model returned no attention weights; load it with attn_implementation='eager'")
+    attn = torch.stack(out.attentions)[:, 0].float().cpu().numpy()
+    if masked is None:
+        return attn, None
+    labels = torch.full_like(ids, -100)
+    labels[0, masked] = ids[0, masked]
+    inputs = ids.clone()
+    inputs[0, masked] = mask_id
+    out = model(input_ids=inputs, labels=labels, output_attentions=True)
+    grads = torch.autograd.grad(out.loss, out.attentions)
+    return attn, torch.stack(grads)[:, 0].float().cpu().numpy()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,3 +131,109 @@ def test_compressed_runs_write_what_the_verdicts_read(minilm_tier, tmp_path, dat
     assert heads["heads_total"] == 72 and heads["heads_masked"] == 18 and len(heads["masked"]) == 18
     assert heads["importance_pairs"] == 16 and np.asarray(heads["importance"]).shape == (6, 12)
     assert not np.allclose(heads_pred["STS12::pred"], ref_pred["STS12::pred"])  # masking reached the forward pass
+
+
+# ---------------------------------------------------------------- GLUE: compressing a fine-tuned model (P8, P9, P11)
+
+GLUE_CLAIMS = ("compression/heads-can-be-masked-glue", "compression/magnitude-pruning-glue",
+               "compression/int8-costs-little-glue")
+
+
+def _glue_plans(repo, tier):
+    claims = [load_claim(repo / "replications" / f"{c}.yaml", repo / "replications") for c in GLUE_CLAIMS]
+    return {p.claim.id: p for p in P.plan_all(claims, tier)}
+
+
+def test_glue_claims_compress_the_glue_familys_finetuned_model_of_the_tasks_the_tier_has(repo, data_root):
+    from plmclaims.families.glue.plan import finetuned_run
+
+    tier = load_tier("micro")
+    plans = _glue_plans(repo, tier)
+    runs = [r for p in plans.values() for pm in p.measurements.values() for r in pm.runs]
+    assert {r.kind for r in runs} == {"compress-glue"} and {r.task for r in runs} == {"SST-2"}
+    # the upstream is the finetuned run of full fine-tuning at the tier's first seed and default rate: the same
+    # training as the PEFT family's full-finetuning run of that seed
+    model = finetuned_run(tier, "all-minilm-l6-v2", "full-finetuning", "SST-2", tier["finetune"]["seeds"][0],
+                          tier["finetune"]["methods"]["full-finetuning"])
+    assert {r.upstream for r in runs} == {(model,)} and all(r.seed == 1 for r in runs)
+    # one uncompressed run is every claim's reference; no lexical floors on a GLUE task
+    refs = {plans[c].measurements[m].runs[0].key for c, m in zip(GLUE_CLAIMS, ("all_heads", "dense", "float32"))}
+    assert len(refs) == 1 and all(not p.lexical for p in plans.values())
+    # MNLI (the paper's task) is hub-only: left out with the reason, by the planner and the verdict alike
+    assert "hub-only" in P.skipped_tasks(plans[GLUE_CLAIMS[0]].claim, tier)["MNLI"]
+    assert P.skipped_tasks(plans[GLUE_CLAIMS[0]].claim, with_overrides(tier, {"data.glue": {"source": "hub"}})) == {}
+    heads = plans[GLUE_CLAIMS[0]].measurements["masked_40"].runs[0]
+    int8 = plans[GLUE_CLAIMS[2]].measurements["int8_torch"].runs[0]
+    files = {r.method: P.data_files(r, tier, str(data_root)) for r in (heads, int8)}
+    assert any(f.endswith("SST-2/train.tsv") for f in files["head-pruning"])  # importance from the task's loss on train
+    assert files["quantisation"] == [str(data_root / "glue" / "SST-2" / "dev.tsv")]
+    # the importance sample is part of the head-pruning runs' identity, and of no other method's
+    more = _glue_plans(repo, with_overrides(tier, {"compression.importance_pairs": 64}))
+    assert more[GLUE_CLAIMS[0]].measurements["masked_40"].runs[0].key != heads.key
+    assert more[GLUE_CLAIMS[1]].measurements["sparse_30"].runs[0].key == plans[GLUE_CLAIMS[1]].measurements["sparse_30"].runs[0].key
+
+
+def test_glue_claims_refuse_what_a_finetuned_classifier_cannot_do(tmp_path, repo):
+    data = yaml.safe_load((repo / "replications" / "compression" / "int8-costs-little-glue.yaml").read_text())
+    data["measurements"]["onnx"] = {"role": "compression-encoder", "method": "quantisation", "params": {"backend": "onnx"}}
+    data["measurements"]["student"] = {"role": "compression-encoder", "method": "distillation"}
+    path = tmp_path / "compression" / "x.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(dict(data, id="compression/x")))
+    (cplan,) = P.plan_all([load_claim(path, tmp_path)], load_tier("micro"))
+    assert cplan.measurements["onnx"].status == "not-run" and "not a model fine-tuned" in cplan.measurements["onnx"].reason
+    assert cplan.measurements["student"].status == "not-run" and "allowed on GLUE" in cplan.measurements["student"].reason
+    data["protocol"]["split"] = "test"
+    path.write_text(yaml.safe_dump(dict(data, id="compression/x")))
+    with pytest.raises(UserError, match=r"protocol.split.*'test'.*allowed values: dev"):
+        P.plan_all([load_claim(path, tmp_path)], load_tier("micro"))
+    data["protocol"]["split"], data["controls"] = "dev", ["bow"]
+    path.write_text(yaml.safe_dump(dict(data, id="compression/x")))
+    with pytest.raises(UserError, match=r"x.yaml: field 'controls'.*glue-dev claim has none"):
+        P.plan_all([load_claim(path, tmp_path)], load_tier("micro"))
+
+
+@pytest.mark.parametrize("task", ["SST-2", "STS-B"])
+def test_compressed_finetuned_model_at_sparsity_0_scores_as_the_finetuned_run(tmp_path, data_root, task):
+    """The real all-MiniLM-L6-v2 fine-tuned on 8 examples (the glue family's finetuned run), compressed, 12 dev items."""
+    from plmclaims.families.compression.plan import compress_glue_run
+    from plmclaims.families.compression.runs import compress_glue
+    from plmclaims.families.glue import runs as glue_runs
+
+    tier = with_overrides(load_tier("tiny"), {"finetune.budget.max_train": 8, "finetune.budget.max_dev": 12,
+                                              "compression.importance_pairs": 16})
+    tier["finetune"].pop("skip_tasks", None)
+
+    results = str(tmp_path / "results")
+    ft = compress_glue_run(tier, "all-minilm-l6-v2", task, 1, "uncompressed", {}).upstream[0]  # the glue family's run
+    ft_out = Path(ft.path(results))
+    glue_runs.finetune(ft.tier("tiny", "tiny.yaml"), ft, ft.params, str(data_root), str(tmp_path / "res"), ft_out,
+                       threads=1, save_model=True)
+    finetuned, ft_pred = json.loads(ft_out.read_text())["values"], np.load(ft_out.with_name("predictions.npz"))
+
+    def run(method, params):
+        r = compress_glue_run(tier, "all-minilm-l6-v2", task, 1, method, params)
+        out = Path(r.path(results))
+        compress_glue(r.tier("tiny", "tiny.yaml"), r, str(data_root), ft_out, out, threads=1)
+        return json.loads(out.read_text())["values"], np.load(out.with_name("predictions.npz"))
+
+    ref, ref_pred = run("uncompressed", {})
+    # classification covers every method; regression (STS-B) the offset its head is trained around
+    zero = {m: run(m, {"fraction": 0.0}) for m in (("head-pruning", "magnitude-pruning") if task == "SST-2" else ())}
+    for values, pred in (ref, ref_pred), *zero.values():
+        for k in ("gold", "subsets", "index"):  # the finetuned run's layout and items, so the verdicts pair them
+            np.testing.assert_array_equal(pred[f"{task}::{k}"], ft_pred[f"{task}::{k}"])
+        np.testing.assert_allclose(pred[f"{task}::pred"], ft_pred[f"{task}::pred"], atol=1e-4)
+        assert values["benchmarks"][task] == pytest.approx(finetuned["benchmarks"][task], abs=1e-3)
+    int8, int8_pred = run("quantisation", {"backend": "torch"})
+    assert int8["size_mb"] < 0.8 * int8["size_mb_float32"]
+    if task == "STS-B":  # the offset is added back, and int8 moves the scores a little, never wholesale
+        assert finetuned["target_offset"] != 0
+        assert 0 < np.abs(int8_pred[f"{task}::pred"] - ref_pred[f"{task}::pred"]).max() < 0.5
+        return
+    assert zero["head-pruning"][0]["heads_masked"] == 0 and zero["magnitude-pruning"][0]["sparsity"] < 0.01
+    heads, heads_pred = run("head-pruning", {"fraction": 0.25})
+    assert heads["heads_masked"] == 18 and heads["heads_total"] == 72 and heads["importance_examples"] == 16
+    assert np.asarray(heads["importance"]).shape == (6, 12)
+    pruned, _ = run("magnitude-pruning", {"fraction": 0.5})
+    assert abs(pruned["sparsity"] - 0.5) < 1e-3

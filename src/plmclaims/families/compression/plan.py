@@ -1,18 +1,19 @@
 """Compression measurements to runs: one run per (instance, method, setting) that compresses the encoder, encodes
 the STS sentences and scores them; the lexical cosines (and, for a raw encoder, its random-weights twin compressed
-the same way) beside it."""
+the same way) beside it. A GLUE claim (evaluator glue-dev): one run per (task, method, setting) that compresses the
+glue family's fine-tuned model of the task and scores its dev split."""
 from __future__ import annotations
 
 from ...claims import Claim, Measurement
-from ...data import verify
+from ...data import glue, verify
 from ...encoders import POOLINGS
 from ...errors import UserError
 from ...data import sts
 from ...data.sts import SOURCE_OF_EVALUATOR
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, skipped_tasks
 from ...tiers import instances, random_twins
 from ..sts import plan as sts_plan
-from . import ONNX_PACKAGE
+from . import GLUE_METHODS, ONNX_PACKAGE
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 DISTILL_SOURCES = ("STSBenchmark", "SICK-R")  # their train splits: the distillation sentences, never a test set
@@ -34,6 +35,67 @@ def compress_run(tier: dict, evaluator: str, instance: str, form: str, method: s
     return make_run("compress", fields, view, (model,) if model else (), params)
 
 
+FINETUNING = "full-finetuning"  # how the compressed GLUE model is trained: the papers compress fully fine-tuned BERT
+
+
+def compress_glue_run(tier: dict, instance: str, task: str, seed: int, method: str, params: dict) -> Run:
+    """Compress the glue family's fine-tuned model of `task` (full fine-tuning, `seed`) and score the task's dev split.
+    Its view is the fine-tuned run's (which it reads) plus the head-importance sample; its upstream that run."""
+    from ..glue.plan import finetuned_run
+
+    model = finetuned_run(tier, instance, FINETUNING, task, seed, tier["finetune"].get("methods", {}).get(FINETUNING, {}))
+    view = merge(model.spec["tier"], pick(tier, "compression.importance_pairs", "compression.importance_batch")
+                 if method == "head-pruning" else {})
+    fields = {"instance": instance, "task": task, "method": method, "setting": setting(method, params), "seed": int(seed)}
+    return make_run("compress-glue", fields, view, (model,), params)
+
+
+def offline_unavailable(claim: Claim, tier: dict) -> dict[str, str]:
+    """A GLUE claim's tasks that the tier's GLUE source lacks (MNLI and QQP are hub-only), with the reason: the
+    planner and the verdict leave them out alike (plan.skipped_tasks), so a tier runs the claim on what it has."""
+    source = tier.get("data", {}).get("glue", {})
+    if claim.protocol.get("evaluator") != "glue-dev" or source.get("source") != "local":
+        return {}
+    return {t: f"{t} is hub-only: the tier reads GLUE from the local release (data.glue); read it from the hub to run it"
+            for t in claim.protocol["benchmarks"] if (t, "train") not in glue.KNOWN_COUNTS}
+
+
+grid_skipped = offline_unavailable  # the name plan.skipped_tasks looks up in a family's plan module
+
+
+def plan_glue(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    """One compress-glue run per task the tier runs (a curve: per task at each point), on the first instance of the
+    role's asset fine-tuned with the tier's first fine-tuning seed."""
+    if claim.controls:
+        raise UserError(f"{claim.path}: field 'controls': the lexical and random-weights controls are STS runs, and a "
+                        "glue-dev claim has none (its floor is the metric's chance score); remove it")
+    if claim.protocol.get("split") != "dev":
+        raise UserError(f"{claim.path}: field 'protocol.split': got {claim.protocol.get('split')!r}; a glue-dev claim "
+                        "scores the dev split (GLUE test labels are not public); allowed values: dev")
+    if m.method not in GLUE_METHODS:
+        return pm.not_run(f"method {m.method} compresses a sentence encoder, not a fine-tuned classifier; allowed on GLUE: "
+                          f"{', '.join(GLUE_METHODS)}")
+    if m.method == "quantisation" and m.params.get("backend") == "onnx":
+        return pm.not_run("the int8 ONNX build on PyPI is the sentence encoder, not a model fine-tuned on the task")
+    if not tier.get("finetune", {}).get("seeds"):
+        return pm.not_run(f"tier {tier['name']} has no 'finetune' budget with seeds to fine-tune the model it compresses")
+    skipped = skipped_tasks(claim, tier)
+    tasks = [t for t in claim.protocol["benchmarks"] if t not in skipped]
+    if not tasks:
+        return pm.not_run(f"tier {tier['name']} runs none of the claim's tasks: " + "; ".join(f"{t}: {w}" for t, w in skipped.items()))
+    instance = instances(tier, role["asset"])[0].name
+    seed = int(tier["finetune"]["seeds"][0])
+
+    def runs(params: dict) -> list[Run]:
+        return [compress_glue_run(tier, instance, t, seed, m.method, params) for t in tasks]
+
+    if isinstance(m.params.get("fraction"), list):
+        points = sweep_points(m.params["fraction"], tier["compression"].get("max_curve_points"))
+        return pm.set_curve({f: runs({**m.params, "fraction": f}) for f in points})
+    pm.runs = runs(m.params)
+    return pm
+
+
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     if "compression" not in tier:
         return pm.not_run(f"tier {tier['name']} has no 'compression' section")
@@ -45,6 +107,11 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     spec = tier["assets"][asset]
     if spec["kind"] not in ENCODER_KINDS:
         return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which has no weights to compress")
+    if claim.protocol.get("evaluator") == "glue-dev":
+        return plan_glue(claim, m, tier, pm, role)
+    if claim.protocol.get("split", "test") != "test":
+        raise UserError(f"{claim.path}: field 'protocol.split': got {claim.protocol['split']!r}; an STS claim scores the "
+                        "test split; allowed values: test")
     if m.method == "quantisation" and m.params.get("backend") == "onnx" and spec.get("package") != ONNX_PACKAGE:
         return pm.not_run(f"the int8 ONNX build on PyPI is of all-MiniLM-L6-v2; tier {tier['name']} maps role "
                           f"'{m.role}' to '{asset}'")
@@ -75,11 +142,13 @@ def sweep_points(values: list, most: int | None) -> list:
 
 
 def controls(claim: Claim, tier: dict) -> dict[str, Run]:
-    """The bag-of-words and TF-IDF cosines on the same STS pairs: the floor an encoder must beat."""
-    return sts_plan.controls(claim, tier)
+    """The bag-of-words and TF-IDF cosines on the same STS pairs: the floor an encoder must beat (none on GLUE)."""
+    return {} if claim.protocol.get("evaluator") == "glue-dev" else sts_plan.controls(claim, tier)
 
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    if run.kind == "compress-glue":  # head importance reads the task's train split; every method scores dev
+        return verify.glue_files(tier, run.task, data_root, ("train", "dev") if run.method == "head-pruning" else ("dev",))
     files = verify.sts_files(tier, run.evaluator, run.form, data_root)
     source = tier["data"][SOURCE_OF_EVALUATOR[run.evaluator]]
     if run.method == "head-pruning" and source["source"] == "local":  # importance is computed on STS-B train

@@ -1,6 +1,7 @@
-"""The compression family's rule body: compress one encoder with one method and setting, encode the STS sentences
-with it and score them by cosine, in the STS score-run layout (so the verdicts pair it with the uncompressed run).
-metrics.json also records what the compression did: the sparsity reached, the heads masked, the size in MB."""
+"""The compression family's rule bodies: compress one encoder with one method and setting, encode the STS sentences
+with it and score them by cosine, in the STS score-run layout (so the verdicts pair it with the uncompressed run);
+or (compress_glue) compress a fine-tuned classifier and score its GLUE task's dev split in the fine-tuning runs'
+layout. metrics.json also records what the compression did: the sparsity reached, the heads masked, the size in MB."""
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ from ... import encoders, plan, runs
 from ...data import seeded_subset, sts
 from ...errors import UserError
 from ...evaluation import senteval
-from ...provenance import Run
+from ...provenance import Run, atomic_save_npz
 from ...tiers import Instance
 from ..sts.runs import load_benchmarks, record_scores
 
@@ -146,3 +147,97 @@ def _distil(model, tok, tier: dict, run_spec: plan.Run, data_root: str | None, m
     return student, {"distill": record, "teacher_parameters": record["teacher_parameters"],
                      "student_parameters": record["student_parameters"],
                      "distill_sentences_from": [f"{n} train" for n in DISTILL_SOURCES]}
+
+
+def compress_glue(tier: dict, run_spec: plan.Run, data_root: str | None, finetuned: Path, out: Path,
+                  threads: int | None = None) -> None:
+    """Compress the glue family's fine-tuned model (`finetuned`: its run's metrics.json; the model is in model/ beside
+    it) with the run's method and setting, and score the task's dev split with the task's metric, writing per-item
+    predictions in the fine-tuning runs' layout (training.finetune), so the verdicts pair every point on the same
+    dev examples. At fraction 0 (and uncompressed) the scores are the fine-tuned run's own."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from ... import stats, training
+    from ...evaluation import glue_metrics
+    from ..glue.runs import load_glue
+
+    hf_logging.set_verbosity_error()
+    if threads:
+        torch.set_num_threads(threads)
+    model_dir = Path(finetuned).with_name("model")
+    if not model_dir.is_dir():
+        raise UserError(f"{model_dir}: no fine-tuned model; the glue family's 'finetuned' run saves it there (rerun it)")
+    task, budget = run_spec.task, tier["finetune"]["budget"]
+    dev = load_glue(tier, task, "dev", data_root)
+    config = {"run": run_spec.spec, "tier": tier["name"], "finetuned": str(model_dir)}
+    with Run(out, config, seed=run_spec.seed) as run:
+        model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+        tok = AutoTokenizer.from_pretrained(model_dir)
+        # a regression head predicts the target centred on the training mean (training.save_model)
+        offset = float(getattr(model.config, "plmclaims_target_offset", 0.0) or 0.0)
+        max_len = int(budget.get("max_length", 128))
+        run.values["model"] = str(model_dir)
+        predict_with, info = _compressed_classifier(run_spec, model, tok, tier, data_root, max_len, offset, run)
+        run.values.update(info)
+        preds = []
+        with torch.inference_mode():
+            for batch in training._batches(tok, dev, np.arange(len(dev)), 64, max_len):  # the fine-tuning run's batches
+                logits = predict_with(**{k: v for k, v in batch.items() if k != "labels"}).logits.float().numpy()
+                preds.append(logits[:, 0] + offset if dev.num_labels == 1 else logits.argmax(-1))
+        pred = np.concatenate(preds).astype(np.float64)
+        gold = np.asarray(dev.labels, dtype=np.float64)
+        run.values["benchmarks"] = {task: {**glue_metrics.score(task, gold, pred), "examples": len(dev)}}
+        degenerate = stats.degenerate(pred)
+        if degenerate:
+            run.values["degenerate"] = f"{task}: {degenerate}"
+        run.data_files.update(dev.files)
+        atomic_save_npz(out.with_name("predictions.npz"), **{
+            f"{task}::pred": pred, f"{task}::gold": gold, f"{task}::subsets": np.asarray([task] * len(dev)),
+            f"{task}::index": stats.document_index(dev.text_a, dev.text_b)})
+    log.info("compress-glue %s %s %s %s: %s", run_spec.instance, task, run_spec.method, run_spec.setting,
+             ", ".join(f"{k} {v:.2f}" for k, v in run.values["benchmarks"][task].items() if k != "examples"))
+
+
+def _compressed_classifier(run_spec: plan.Run, model, tok, tier: dict, data_root: str | None, max_len: int,
+                           offset: float, run: Run):
+    """(the model to predict with, what the compression did): the same methods as _compressed, on a classifier. The
+    task head (classifier, pooler) and the embeddings stay dense and float32: only the encoder's layers compress."""
+    import torch
+
+    from ...methods import head_gates, magnitude_pruning, quantize
+
+    method, params = run_spec.method, run_spec.params
+    info = {"size_mb_float32": quantize.serialized_mb(model)}
+    if method == "uncompressed":
+        return model, info
+    if method == "magnitude-pruning":
+        info["sparsity"] = magnitude_pruning.magnitude_prune(model, float(params["fraction"]))
+        return model, info
+    if method == "quantisation" and params.get("backend") == "torch":
+        q = quantize.quantize_int8(model)
+        info["size_mb"] = quantize.serialized_mb(q)
+        return q, info
+    if method == "head-pruning":
+        from ...training import _batches, sample
+        from ..glue.runs import load_glue
+
+        # Michel et al.: importance from the task's loss on training examples (a seeded sample, the tier's
+        # compression.importance_pairs), through the fine-tuned model's own head
+        train = sample(load_glue(tier, run_spec.task, "train", data_root), tier["compression"].get("importance_pairs"), 0)
+        run.data_files.update(train.files)
+        size = int(tier["compression"].get("importance_batch", 32))
+        batches = list(_batches(tok, train, np.arange(len(train)), size, max_len, offset))
+        importance = head_gates.head_importance(model, batches, lambda m, b: m(**b).loss)
+        order = head_gates.mask_order(importance)
+        n_mask = int(round(float(params["fraction"]) * len(order)))
+        gates = torch.ones(head_gates.gate_shape(model))
+        for layer, head in order[:n_mask]:
+            gates[layer, head] = 0.0
+        head_gates.gate_heads(model, gates)  # hooks stay for the predictions that follow
+        info.update({"heads_masked": n_mask, "heads_total": len(order), "importance_examples": len(train),
+                     "masked": [list(h) for h in order[:n_mask]], "importance": np.round(importance.numpy(), 6).tolist()})
+        return model, info
+    raise UserError(f"compression method {method!r} with {params} unknown on a GLUE task; allowed: uncompressed, "
+                    "magnitude-pruning {fraction}, head-pruning {fraction}, quantisation {backend: torch}")

@@ -132,3 +132,14 @@ def test_a_real_run_and_its_verdict(tmp_path, repo, minilm_path):
     assert result["verdict"] in ("reproduced", "direction-holds", "not-reproduced", "inconclusive")
     assert result["checks"][0]["outcome"] in ("holds", "contradicted", "inconclusive")
     assert result["measurements"]["random_weights"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("name", ["tiny", "micro", "paper"])
+def test_the_tiers_plan_every_task(repo, name):
+    """Each tier's transfer section fits its raw encoder's positions: every task is planned, with twins."""
+    tier = load_tier(name)
+    if "transfer" not in tier:
+        pytest.skip(f"tier {name} has no transfer section yet (it needs the tier schema's 'transfer' property)")
+    ms = P.plan_claim(_claim(repo), tier).measurements
+    assert all(pm.status == "ok" for pm in ms.values()), {n: pm.reason for n, pm in ms.items()}
+    assert {r.task for r in ms["pretrained"].runs} == set(S.TASKS) and ms["pretrained"].controls

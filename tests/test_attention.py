@@ -2,6 +2,8 @@
 masked positions, and one real forward and backward pass whose gradient autograd can be checked against."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -62,17 +64,30 @@ def tiny_mlm():
 
 def test_forward_returns_maps_and_the_loss_gradient(tiny_mlm):
     import torch
-
-    ids = [2, 7, 8, 9, 3]
-    attn, grad = A.forward(tiny_mlm, ids, np.array([2]), 4)
-    assert attn.shape == grad.shape == (2, 2, 5, 5)
-    assert attn.sum(-1) == pytest.approx(np.ones((2, 2, 5)), abs=1e-5)
-    assert np.abs(grad).sum() > 0
-    no_grad_attn, none = A.forward(tiny_mlm, ids)
-    assert none is None and np.allclose(no_grad_attn, attn)
     from transformers import AutoModelForMaskedLM
 
-    sdpa = AutoModelForMaskedLM.from_config(tiny_mlm.config, attn_implementation="sdpa")
+    ids = np.array([2, 7, 8, 9, 3])
+    (attn,), (grad,) = A.forward(tiny_mlm, [ids], [np.array([2])], 4)
+    assert attn.shape == grad.shape == (2, 2, 5, 5)
+    assert attn.sum(-1) == pytest.approx(np.ones((2, 2, 5)), abs=1e-5)
+    # the gradient is the MLM loss's: the model's own loss on the masked input, differentiated by autograd
+    inputs = torch.tensor([[2, 7, 4, 9, 3]])
+    out = tiny_mlm(input_ids=inputs, labels=torch.tensor([[-100, -100, 8, -100, -100]]), output_attentions=True)
+    expected = torch.stack(torch.autograd.grad(out.loss, out.attentions))[:, 0].numpy()
+    assert grad == pytest.approx(expected, abs=1e-7) and np.abs(grad).sum() > 0
+    (alone,), none = A.forward(tiny_mlm, [ids])
+    assert none is None and np.allclose(alone, attn)
+    sdpa = AutoModelForMaskedLM.from_config(copy.deepcopy(tiny_mlm.config), attn_implementation="sdpa")
     with pytest.raises(ValueError, match="eager"):
-        torch.manual_seed(0)
-        A.forward(sdpa.eval(), ids)
+        A.forward(sdpa.eval(), [ids])
+
+
+def test_a_padded_batch_gives_each_sequence_its_own_maps_and_gradient(tiny_mlm):
+    """Padding gets no attention and sequences share none: batched values equal those of each sequence alone."""
+    seqs = [np.array([2, 7, 8, 9, 10, 11, 3]), np.array([2, 12, 3]), np.array([2, 13, 14, 3])]
+    masks = [np.array([1, 4]), np.array([1]), np.array([2])]
+    attn, grad = A.forward(tiny_mlm, seqs, masks, 4)
+    for s, m, a, g in zip(seqs, masks, attn, grad):
+        (a1,), (g1,) = A.forward(tiny_mlm, [s], [m], 4)
+        assert a.shape == a1.shape == (2, 2, len(s), len(s))
+        assert a == pytest.approx(a1, abs=1e-5) and g == pytest.approx(g1, abs=1e-6)

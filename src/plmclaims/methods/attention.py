@@ -40,25 +40,43 @@ def mask_positions(candidates: np.ndarray, rate: float, rng: np.random.Generator
     return np.sort(rng.choice(candidates, size=k, replace=False))
 
 
-def forward(model, input_ids, masked: np.ndarray | None = None, mask_id: int | None = None):
-    """One sequence through a BERT loaded with eager attention (the default sdpa kernels return no weights).
+def forward(model, sequences: list[np.ndarray], masked: list[np.ndarray] | None = None, mask_id: int | None = None,
+            pad_id: int = 0):
+    """Sequences of token ids through a BERT loaded with eager attention (the default sdpa kernels return no weights),
+    in one padded batch; padded keys get no attention, so each sequence's maps are those of it alone.
 
-    Returns (attention (layers, heads, T, T) of the unmasked input, gradient of the MLM loss with respect to the
-    attention weights of the input with `masked` positions replaced by `mask_id`, or None when `masked` is None)."""
+    Returns (per sequence, the attention (layers, heads, T, T) of the unmasked input; per sequence, the gradient of its
+    MLM loss (mean cross-entropy over its masked positions) with respect to the attention weights of the input with
+    `masked` positions replaced by `mask_id`, or None when `masked` is None). Sequences share no attention, so the
+    gradient of the summed losses on one sequence's weights is that of its own loss."""
     import torch
+    import torch.nn.functional as F
 
-    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long).unsqueeze(0).to(model.device)
+    lengths = [len(s) for s in sequences]
+    ids = torch.full((len(sequences), max(lengths)), pad_id, dtype=torch.long)
+    keep = torch.zeros_like(ids)
+    for i, s in enumerate(sequences):
+        ids[i, :len(s)] = torch.as_tensor(np.asarray(s), dtype=torch.long)
+        keep[i, :len(s)] = 1
+    ids, keep = ids.to(model.device), keep.to(model.device)
+
+    def per_sequence(maps) -> list[np.ndarray]:
+        stacked = torch.stack(maps, 1).float().cpu().numpy()  # (batch, layers, heads, T, T)
+        return [stacked[i, :, :, :t, :t] for i, t in enumerate(lengths)]
+
     with torch.inference_mode():
-        out = model(input_ids=ids, output_attentions=True)
+        out = model(input_ids=ids, attention_mask=keep, output_attentions=True)
     if not out.attentions or out.attentions[0] is None:  # sdpa gives none (an empty tuple, or Nones)
         raise ValueError("the model returned no attention weights; load it with attn_implementation='eager'")
-    attn = torch.stack(out.attentions)[:, 0].float().cpu().numpy()
+    attn = per_sequence(out.attentions)
     if masked is None:
         return attn, None
     labels = torch.full_like(ids, -100)
-    labels[0, masked] = ids[0, masked]
     inputs = ids.clone()
-    inputs[0, masked] = mask_id
-    out = model(input_ids=inputs, labels=labels, output_attentions=True)
-    grads = torch.autograd.grad(out.loss, out.attentions)
-    return attn, torch.stack(grads)[:, 0].float().cpu().numpy()
+    for i, m in enumerate(masked):
+        labels[i, m] = ids[i, m]
+        inputs[i, m] = mask_id
+    out = model(input_ids=inputs, attention_mask=keep, output_attentions=True)
+    losses = F.cross_entropy(out.logits.float().transpose(1, 2), labels, ignore_index=-100, reduction="none")
+    loss = (losses.sum(1) / (labels != -100).sum(1)).sum()
+    return attn, per_sequence(torch.autograd.grad(loss, out.attentions))

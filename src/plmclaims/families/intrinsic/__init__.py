@@ -19,11 +19,12 @@ probing family (`params: {layer: ...}`: an index, 'k/n' of a paper's stack, or '
 
 Attention to special tokens (issue 11: P6, Clark et al. 2019), method `attention-maps`: one `attention-maps` run per
 (instance, scored split) passes each sentence of the probing family's seeded sample of that split through the model
-with eager attention ([CLS] words [SEP], one sentence at a time, nothing padded) and keeps, per sentence and layer,
-the share of attention (averaged over heads and query tokens) on [SEP], on [CLS] and on periods and commas, and the
-magnitude of the masked-LM loss's gradient with respect to the attention on [SEP] (15% of the words' sub-words
-masked, seeded by `intrinsic.seed`); where the model has no MLM head that gradient is not taken. One `attention` run
-per (instance, split, layer) reads one layer of it (layers 1 to the top: the embeddings attend nowhere):
+with eager attention ("[CLS] words [SEP]" per sentence, in padded batches whose padding gets no attention) and
+keeps, per sentence and layer, the share of attention (averaged over heads and query tokens) on [SEP], on [CLS] and
+on periods and commas, and the magnitude of the masked-LM loss's gradient with respect to the attention on [SEP]
+(15% of the words' sub-words masked, seeded by `intrinsic.seed`); where the model has no MLM head that gradient is
+not taken. One `attention` run per (instance, split, layer) reads one layer of it (layers 1 to the top: the
+embeddings attend nowhere):
 
 - `attention-to-sep`, `attention-to-cls`, `attention-to-punctuation`: items are sentences (for punctuation, those
   with a period or comma); the value is the share minus what uniform attention gives the same tokens (|tokens| / T),

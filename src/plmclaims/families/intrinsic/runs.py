@@ -96,6 +96,7 @@ def geometry(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Pat
 
 PUNCTUATION = (".", ",")
 MASK_RATE = 0.15  # BERT's masking rate, for the MLM loss whose gradient is taken
+BATCH = 32  # sentences per padded forward pass (padding gets no attention: the values do not depend on it)
 
 
 def load_attention_model(tier: dict, inst, resources: str, gradient: bool):
@@ -160,30 +161,33 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
         model.to(best_device())
         data = ud.load(data_root, run_spec.split, tier["data"]["ud"])
         run.data_files.update(data.files)
-        kept, sent_ids, lengths, losses = [], [], [], []
-        shares = {t: [] for t in ("sep", "cls", "punctuation")}
-        uniform = {t: [] for t in shares}
-        grads = []
+        kept, sent_ids, seqs, masks = [], [], [], []
         for s in sample(data, pr.get("eval_sentences"), pr.get("max_words"), int(pr.get("seed", 0))):
             sent = data.sentences[int(s)]
             enc = tok(sent.words, is_split_into_words=True, truncation=False)
-            ids = np.asarray(enc["input_ids"])
-            if len(ids) > max_len:
+            if len(enc["input_ids"]) > max_len:
                 continue
-            types = token_types(tok, ids)
-            masked = None
-            if gradient:  # seeded per sentence: its mask does not depend on which other sentences were kept
-                words = np.flatnonzero([w is not None for w in enc.word_ids()])
-                masked = A.mask_positions(words, MASK_RATE, np.random.default_rng((seed, int(s))))
-            attn, grad = A.forward(model, ids, masked, tok.mask_token_id)
-            for t, keys in types.items():
-                shares[t].append(A.attention_share(attn, keys))
-                uniform[t].append(A.uniform_share(keys))
-            if gradient:
-                grads.append(A.gradient_magnitude(grad, types["sep"]))
             kept.append(int(s))
             sent_ids.append(sent.sent_id)
-            lengths.append(len(ids))
+            seqs.append(np.asarray(enc["input_ids"]))
+            if gradient:  # seeded per sentence: its mask does not depend on which other sentences were kept
+                words = np.flatnonzero([w is not None for w in enc.word_ids()])
+                masks.append(A.mask_positions(words, MASK_RATE, np.random.default_rng((seed, int(s)))))
+        shares = {t: [] for t in ("sep", "cls", "punctuation")}
+        uniform = {t: [] for t in shares}
+        grads = []
+        for start in range(0, len(seqs), BATCH):
+            part = seqs[start:start + BATCH]
+            maps, grad = A.forward(model, part, masks[start:start + BATCH] if gradient else None, tok.mask_token_id,
+                                   tok.pad_token_id or 0)
+            for i, (ids, attn) in enumerate(zip(part, maps)):
+                types = token_types(tok, ids)
+                for t, keys in types.items():
+                    shares[t].append(A.attention_share(attn, keys))
+                    uniform[t].append(A.uniform_share(keys))
+                if gradient:
+                    grads.append(A.gradient_magnitude(grad[i], types["sep"]))
+        lengths = [len(q) for q in seqs]
         if not kept:
             raise ValueError(f"no sentence of the {run_spec.split} sample fits in {max_len} tokens")
         arrays = {"sentences": np.array(kept), "sent_ids": np.array(sent_ids), "tokens": np.array(lengths)}

@@ -5,6 +5,7 @@ downloads and verifies, stays at the bottom and takes the list this module makes
 """
 from __future__ import annotations
 
+from . import hub
 from .data import glue, sts
 from .hub import HubAsset
 from .tiers import Instance
@@ -33,4 +34,6 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                     repo = source.get("ids", {}).get(name, repo)
                     a = HubAsset(repo, "dataset", rev if repo == sts.HUB_IDS[name][0] else None, f"STS {name}")
                     found.setdefault(a.key, a)
+    if found:  # the folder these assets load from must hold real assets, or a rehearsal's stand-ins for a rehearsal
+        hub.check_standins(tier["name"], bool(tier.get("rehearsal")))
     return sorted(found.values(), key=lambda a: a.key)

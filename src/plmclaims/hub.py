@@ -58,6 +58,19 @@ def load_manifest(root: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def check_standins(tier_name: str, rehearsal: bool) -> None:
+    """Stand-ins (random weights, made by `plmclaims rehearse`) are loaded by a rehearsal tier and by nothing else: a
+    rehearsal refuses a hub folder of real assets, and every other tier a folder of stand-ins."""
+    marked = load_manifest().get("standins")
+    if rehearsal and not marked:
+        raise UserError(f"tier {tier_name} is a rehearsal: its hub assets are stand-ins with random weights, which "
+                        f"{hub_dir()} does not hold; run it with: plmclaims rehearse --tier {tier_name} --data-root <data root>")
+    if marked and not rehearsal:
+        raise UserError(f"{hub_dir() / MANIFEST} holds stand-ins with random weights (made by plmclaims rehearse for tier "
+                        f"{marked.get('tier')}), and tier {tier_name} is not a rehearsal; point PLMCLAIMS_HUB_DIR at a real "
+                        f"prefetch: {prefetch_command(tier_name)}")
+
+
 def prefetch_command(tier: str | None = None) -> str:
     return f"plmclaims prefetch --tier {tier or '<tier>'} --out {hub_dir()}"
 
@@ -85,7 +98,24 @@ def verify(entry: dict, tier: str | None = None) -> None:
     extra = sorted(set(_files(folder)) - set(entry["files"]))
     if extra:  # a file added after prefetch (say a second weights file) would be loaded unchecked
         raise UserError(f"{folder / extra[0]}: not in {MANIFEST} (added after prefetch; {len(extra)} such file(s)); {fix}")
+    check_tokenizer(folder)
     _verified.add(done)
+
+
+def check_tokenizer(folder: Path) -> None:
+    """A model folder whose tokenizer names more ids than the model's embedding has rows would fail mid-run with an
+    index error (a tokenizer of another architecture: a byte-level BPE's 50k ids for BERT's 30k rows): stop at load."""
+    config, tok = folder / "config.json", folder / "tokenizer.json"
+    if not (config.is_file() and tok.is_file()):
+        return
+    rows = json.loads(config.read_text()).get("vocab_size")
+    data = json.loads(tok.read_text())
+    vocab = (data.get("model") or {}).get("vocab") or {}
+    top = max(vocab.values()) if isinstance(vocab, dict) and vocab else len(vocab) - 1  # Unigram: a list, ids by position
+    top = max([top, *(t["id"] for t in data.get("added_tokens") or [])])
+    if isinstance(rows, int) and top >= rows:
+        raise UserError(f"{tok}: the tokenizer has ids up to {top}, but config.json's vocab_size is {rows} (the embedding's "
+                        f"rows): the tokenizer belongs to another model; delete {folder} and prefetch it again")
 
 
 def resolve(repo_id: str, repo_type: str = "model", tier: str | None = None, revision: str | None = None) -> str:

@@ -29,9 +29,32 @@ def tier_path(name_or_path: str) -> Path:
     return path
 
 
+def overlay(base: dict, over: dict) -> dict:
+    """`over` laid on `base`: mappings merge key by key, any other value (a list, a number, null) replaces."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = overlay(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def read_tier(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A tier file with its `base:` chain resolved: an overlay names a tier (or a YAML path, relative to the overlay's
+    folder) and states only what differs, so every section later added to the base is inherited unchanged."""
+    tier = read_yaml(path)
+    if "base" not in tier:
+        return tier
+    base = tier.pop("base")
+    if not isinstance(base, str):
+        raise UserError(f"{path}: field 'base': got {base!r}; expected a tier name or a path to a tier YAML")
+    base_path = tier_path(base) if Path(base).suffix not in (".yaml", ".yml") else (path.parent / base)
+    if base_path.resolve() in seen:
+        raise UserError(f"{path}: field 'base': {base!r} leads back to {path.name} (a cycle); name a tier without this one in its chain")
+    return overlay(read_tier(base_path, (*seen, path.resolve())), tier)
+
+
 def load_tier(name_or_path: str) -> dict:
     path = tier_path(name_or_path)
-    tier = read_yaml(path)
+    tier = read_tier(path)
     validate(tier, "tier", path, {("properties", "resources", "propertyNames", "enum"): ["default", *rule_names()]})
     for role, spec in tier["roles"].items():
         if "asset" in spec and spec["asset"] not in tier["assets"]:

@@ -115,6 +115,16 @@ def cmd_prefetch(args) -> None:
     print(f"prefetched {len(assets)} assets ({n} files) into {args.out}; manifest {Path(args.out) / hub.MANIFEST}")
 
 
+def cmd_rehearse(args) -> None:
+    from . import standins
+
+    rc = standins.rehearse(args.tier, args.data_root, args.claims_dir, args.claims, args.cores, args.resources,
+                           args.results, args.snakemake_args)
+    if rc:
+        raise UserError(f"the rehearsal's workflow failed (snakemake exit status {rc}); its logs are under "
+                        f"{args.results}/{_tier(args)['name']}/logs")
+
+
 def cmd_plan(args) -> None:
     from . import costs
     from .claims import load_claims
@@ -177,6 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
     sp.add_argument("--out", default="resources/hub", help="the folder later runs read (config resources + /hub)")
     sp.add_argument("--dry-run", action="store_true", help="list the assets without downloading")
+    sp = add("rehearse", cmd_rehearse, "run a rehearsal tier: stand-in assets (published configs, random weights) served "
+             "through a local hub and the prefetch code, then the workflow offline")
+    sp.add_argument("--tier", default="rehearsal")
+    sp.add_argument("--data-root", required=True, help="the offline data (the stand-in tokenizers train on its text)")
+    sp.add_argument("--claims-dir", default="replications")
+    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
+    sp.add_argument("--cores", type=int, default=2)
+    sp.add_argument("--resources", default="resources")
+    sp.add_argument("--results", default="results")
+    sp.add_argument("snakemake_args", nargs="*", help="more snakemake arguments, after '--' (e.g. -- --keep-going)")
     sp = add("plan", cmd_plan, "print what the selected claims cost: runs, training steps, device-hours, memory, disk")
     sp.add_argument("--tier", default="paper")
     sp.add_argument("--claims-dir", default="replications")

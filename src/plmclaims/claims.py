@@ -129,7 +129,7 @@ def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) 
         metric, where = (task_metrics[b], f"protocol.task_metrics.{b}") if b in task_metrics else (proto["metric"], "protocol.metric")
         allowed = fam.metrics_for(b)
         if metric not in allowed:
-            task = "regression" if set(allowed) <= {"pearson", "spearman"} else "classification"
+            task = "regression" if set(allowed) - {"mean"} <= {"pearson", "spearman"} else "classification"
             kind = f" ({b} is a {task} task)" if b in fam.benchmark_metrics else ""
             raise UserError(f"{path}: field '{where}': got {short(metric)} for {b}{kind}; allowed values: {', '.join(allowed)}")
     for name, m in measurements.items():

@@ -8,6 +8,7 @@ import os
 import shutil
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 from importlib import metadata
@@ -109,6 +110,9 @@ def package_versions() -> dict[str, str | None]:
 
 def device_info() -> dict:
     info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    if "torch" not in sys.modules:  # a numpy-only job (probe, geometry) ran on the CPU; importing torch costs it ~5 s
+        info["device"] = "cpu"
+        return info
     try:
         import torch
 

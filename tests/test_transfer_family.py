@@ -3,6 +3,7 @@ pre-trained runs with their random-weights twins (and says why a tier cannot run
 encoder writes what the verdict engine reads."""
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -30,7 +31,8 @@ def _claim(repo):
 
 
 def _tier(name="tiny", **overrides):
-    return with_overrides(load_tier(name), {"transfer": SECTION, **overrides})
+    # a copy of SECTION: dotted overrides write into the section they are applied to
+    return with_overrides(with_overrides(load_tier(name), {"transfer": copy.deepcopy(SECTION)}), overrides)
 
 
 def _trainable(model) -> set[str]:

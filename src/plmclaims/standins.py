@@ -269,9 +269,9 @@ def build(assets, out: Path, data_root: Path, shapes: str = "real", head_size: i
 # ---------------------------------------------------------------- the rehearsal
 
 def rehearse(tier_name: str, data_root: str, claims_dir: str = "replications", claims: list[str] | None = None,
-             cores: int = 2, resources: str = "resources", results: str = "results", snakemake_args: list[str] = ()) -> int:
+             cores: int = 2, resources: str = "resources", results: str = "results", snakemake_args: list[str] = ()) -> None:
     """Build the stand-ins the selected claims need, prefetch them from a local hub through the real prefetch code,
-    then run the workflow offline on that prefetch. Returns snakemake's exit status."""
+    then run the workflow offline on that prefetch; a failed prefetch or workflow is one UserError."""
     import os
     import subprocess
     import sys
@@ -310,7 +310,7 @@ def rehearse(tier_name: str, data_root: str, claims_dir: str = "replications", c
         res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "prefetch", "--tier", tier["_path"], "--claims-dir",
                               claims_dir, *select, "--out", str(hub_root)], env={**env, "HF_ENDPOINT": fake.url})
     if res.returncode != 0:
-        return res.returncode
+        raise UserError(f"prefetch of the stand-ins from the local hub failed (exit status {res.returncode}; its error is above)")
     # offline from here: every job reads the prefetched stand-ins through hub.resolve, and nothing else
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     config = [f"tier={tier['_path']}", f"data_root={data_root}", f"claims_dir={claims_dir}", f"resources={resources}",
@@ -319,4 +319,7 @@ def rehearse(tier_name: str, data_root: str, claims_dir: str = "replications", c
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--cores", str(cores), "--config", *config,
            *snakemake_args]
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, env=env).returncode
+    rc = subprocess.run(cmd, env=env).returncode
+    if rc:
+        raise UserError(f"the rehearsal's workflow failed (snakemake exit status {rc}); the failed jobs' logs are under "
+                        f"{results}/{tier['name']}/logs, and {results}/{tier['name']}/claims.md names them")

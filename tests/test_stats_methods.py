@@ -141,3 +141,20 @@ def test_document_index_identifies_examples_not_labels():
     assert np.array_equal(a, stats.document_index(["a cat", "a dog"], ["sat", "ran"]))
     assert not np.array_equal(a, stats.document_index(["a cat", "a cow"], ["sat", "ran"]))
     assert np.array_equal(stats.document_index(["x", "y"], None), stats.document_index(["x", "y"]))
+
+
+def test_grouped_indices_resample_whole_sentences_within_subsets():
+    """A probe's words of one sentence are drawn together: every resample holds each drawn sentence's words
+    complete, never a word without its sentence-mates, and stays within its subset; with one word per sentence it is
+    item resampling (every length equal to n)."""
+    subsets = np.array(["a"] * 6 + ["b"] * 3)
+    groups = np.array([0, 0, 0, 1, 2, 2, 7, 7, 8])
+    sizes = {0: 3, 1: 1, 2: 2, 7: 2, 8: 1}
+    idx = stats.grouped_indices(subsets, groups, 200, np.random.default_rng(0))
+    assert len(idx) == 200 and len({len(i) for i in idx}) > 1  # lengths vary with the sentences drawn
+    for i in idx:
+        drawn, counts = np.unique(groups[i], return_counts=True)
+        assert all(c % sizes[g] == 0 for g, c in zip(drawn, counts))  # whole sentences only
+        assert (subsets[i] == "a").sum() in range(3, 10) and np.isin(groups[i][subsets[i] == "b"], [7, 8]).all()
+    flat = stats.grouped_indices(np.array(["x"] * 50), np.arange(50), 30, np.random.default_rng(1))
+    assert all(len(i) == 50 for i in flat) and len(np.unique(np.concatenate(flat))) > 40

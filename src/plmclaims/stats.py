@@ -133,6 +133,21 @@ def stratified_indices(subsets: np.ndarray, n_resamples: int, rng: np.random.Gen
     return out
 
 
+def grouped_indices(subsets: np.ndarray, groups: np.ndarray, n_resamples: int,
+                    rng: np.random.Generator) -> list[np.ndarray]:
+    """Bootstrap index sets that resample whole groups (the words of one sentence, which are not independent) with
+    replacement within each subset; a resample holds every item of each drawn group, so resamples differ in length
+    (a list of arrays). With one item per group it is stratified_indices' resampling."""
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_resamples)]
+    for name in np.unique(subsets):
+        pos = np.flatnonzero(subsets == name)
+        _, inverse = np.unique(groups[pos], return_inverse=True)
+        members = [pos[inverse == g] for g in range(inverse.max() + 1)]
+        for r, drawn in enumerate(rng.integers(0, len(members), size=(n_resamples, len(members)))):
+            parts[r].extend(members[g] for g in drawn)
+    return [np.concatenate(p) for p in parts]
+
+
 def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str,
                      indices: np.ndarray, scale: float = 100.0, metric=spearman) -> np.ndarray:
     """Seed-averaged score of each bootstrap resample; `preds` holds one prediction array per seed."""

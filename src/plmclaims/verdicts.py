@@ -156,7 +156,10 @@ class Evidence:
         index = npz[f"{b}::index"] if f"{b}::index" in npz.files else None
         if b not in self.gold:
             self.gold[b], self.subsets[b], self.index[b], self.first[b] = gold, npz[f"{b}::subsets"], index, where
-            self.indices[b] = stats.stratified_indices(self.subsets[b], self._resamples, self._rng)
+            # items that share a group (a probe's words of one sentence) are resampled together
+            groups = npz[f"{b}::groups"] if f"{b}::groups" in npz.files else None
+            self.indices[b] = (stats.stratified_indices(self.subsets[b], self._resamples, self._rng) if groups is None
+                               else stats.grouped_indices(self.subsets[b], groups, self._resamples, self._rng))
             return
         if not np.array_equal(self.gold[b], gold):
             raise EvidenceError(f"{where}: {b} gold labels differ from those of {self.first[b]}; runs on different "

@@ -394,6 +394,8 @@ def test_task_the_tier_skips_is_uninformative_with_the_tier_reason(tmp_path, gti
     avg, cola = v["checks"]
     assert avg["outcome"] == "holds" and avg["details"][0]["tasks"] == ["RTE", "STS-B"]
     assert avg["uninformative"] == {"CoLA": "not run at tier micro: nothing beats chance at 600 examples"}
+    # the check's reason names the task as not run, not as a task without signal
+    assert "judged on RTE, STS-B; not run at tier micro: CoLA" in avg["reason"] and "no side above" not in avg["reason"]
     assert cola["outcome"] == "not-run" and "CoLA is not run at tier micro" in cola["reason"]
     assert "CoLA" not in v["measurements"]["ft"]["per_benchmark"]
     from plmclaims.report import markdown

@@ -26,6 +26,8 @@ def _fmt(x, digits: int = 2) -> str:
 
 
 def _measured(m: dict) -> str:
+    if m.get("curve"):
+        return f"a curve of {len(m['curve'])} points (see Curves)"
     if m.get("measured") is None:
         return "not run"
     seeds = m.get("seeds") or []

@@ -649,8 +649,12 @@ def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, seri
     row.outcome = _combine(ran) if ran else "not-run"
     reasons = [d.reason for d in details if d.reason and d.outcome == row.outcome]
     if row.uninformative and row.outcome != "inconclusive":
-        reasons.append(f"judged on {', '.join(details[0].tasks or ev.benchmarks)}; uninformative (no side above its "
-                       f"floor): {', '.join(row.uninformative)}")
+        # each task left out with its own reason: a task the tier does not run is not one without signal
+        skipped = [b for b in row.uninformative if b in ev.skipped]
+        weak = [b for b in row.uninformative if b not in ev.skipped]
+        left = ([f"not run at tier {ev.tier['name']}: {', '.join(skipped)}"] if skipped else []) + \
+               ([f"uninformative (no side above its floor): {', '.join(weak)}"] if weak else [])
+        reasons.append(f"judged on {', '.join(details[0].tasks or ev.benchmarks)}; {'; '.join(left)}")
     row.reason = row.reason or "; ".join(dict.fromkeys(reasons))
 
 

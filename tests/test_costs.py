@@ -98,3 +98,79 @@ def test_committed_table_is_read(repo):
     for name in ("bert-base-uncased", "roberta-base", "bert-large-cased", "t5-small", "t5-base", "gpt2-medium", "micro-bert"):
         row = table["architectures"][name]
         assert row["forward_tokens_per_s"] > 0 and row["train_tokens_per_s"] > 0 and row["params"] > 1e6
+
+
+def _runs(plans, kind):
+    return [r for r in all_runs(r for p in plans for r in p.score_runs()).values() if r.kind == kind]
+
+
+def test_a_finetuned_run_costs_exactly_its_finetune_twin(paper):
+    tier, plans = paper
+    twins = {(r.instance, r.method, r.task, r.seed): r for r in _runs(plans, "finetune")}
+    pairs = [(r, twins[(r.instance, r.method, r.task, r.seed)]) for r in _runs(plans, "finetuned")
+             if (r.instance, r.method, r.task, r.seed) in twins]
+    assert pairs  # the CKA and compression claims fine-tune the same models the GLUE claims do
+    for kept, twin in pairs:
+        a, b = costs.run_cost(kept, TABLE), costs.run_cost(twin, TABLE)
+        assert a.steps == b.steps > 0 and a.examples == b.examples
+        assert a.seconds == pytest.approx(b.seconds) and a.seconds > 0 and a.peak_mb == pytest.approx(b.peak_mb)
+
+
+def test_compress_glue_head_pruning_pays_for_its_importance_pass(paper):
+    tier, plans = paper
+    runs = {(r.task, r.method): r for r in _runs(plans, "compress-glue")}
+    task = next(t for t, m in runs if m == "head-pruning")
+    plain, pruned = costs.run_cost(runs[(task, "uncompressed")], TABLE), costs.run_cost(runs[(task, "head-pruning")], TABLE)
+    dev_s = 2 * 100e6 * costs.GLUE_DEV[task] * costs.TOKENS[task] / (2 * 100e6 * 1000.0)  # forward over dev only
+    assert plain.seconds == pytest.approx(dev_s)
+    n = min(tier["compression"].get("importance_pairs") or costs.GLUE_TRAIN[task], costs.GLUE_TRAIN[task])
+    importance_s = 4 * 100e6 * n * costs.TOKENS[task] / (6 * 100e6 * 250.0)  # no weight gradients: 4 x, not 6 x
+    assert pruned.seconds == pytest.approx(dev_s + importance_s)
+    smaller = copy.deepcopy(runs[(task, "head-pruning")])
+    smaller.spec["tier"]["compression"]["importance_pairs"] = 100
+    assert plain.seconds < costs.run_cost(smaller, TABLE).seconds < pruned.seconds
+
+
+def test_cka_runs_two_forward_passes_over_dev(paper):
+    tier, plans = paper
+    run = _runs(plans, "cka")[0]
+    c = costs.run_cost(run, TABLE)
+    assert c.steps == 0 and c.seconds == pytest.approx(2 * costs.GLUE_DEV[run.task] * costs.TOKENS[run.task] / 1000.0)
+
+
+def test_attention_maps_gradient_pass_costs_extra(paper):
+    tier, plans = paper
+    run = _runs(plans, "attention-maps")[0]
+    assert run.params.get("gradient")
+    with_grad = costs.run_cost(run, TABLE).seconds
+    no_grad = copy.deepcopy(run)
+    no_grad.spec["params"] = {}
+    n = costs.UD_SENTENCES[run.split] * costs.UD_TOKENS
+    assert costs.run_cost(no_grad, TABLE).seconds == pytest.approx(n / 1000.0)
+    assert with_grad == pytest.approx(n / 1000.0 + 4 * n / (6 * 250.0))
+
+
+def test_transfer_hours_scale_with_steps_and_sequence_length(paper):
+    tier, plans = paper
+    run = next(r for r in _runs(plans, "transfer") if r.task == "listops")
+    base = costs.run_cost(run, TABLE)
+    b = run.spec["tier"]["transfer"]["budget"]
+    assert base.steps == b["steps"] and base.examples == b["steps"] * b["batch_size"]
+    test_s = 2 * b["test_examples"] * 512 / (2 * 1000.0)
+    doubled = copy.deepcopy(run)
+    doubled.spec["tier"]["transfer"]["budget"]["steps"] *= 2
+    assert costs.run_cost(doubled, TABLE).seconds - test_s == pytest.approx(2 * (base.seconds - test_s))
+    shorter = copy.deepcopy(run)
+    shorter.spec["tier"]["transfer"]["tasks"]["listops"]["max_length"] = 256  # every item is padded to it
+    assert costs.run_cost(shorter, TABLE).seconds == pytest.approx(base.seconds / 2)
+    assert base.seconds > 0 and base.peak_mb > 0
+
+
+def test_cpu_rules_are_marked_not_counted(paper):
+    tier, plans = paper
+    out = costs.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha() and len(line.split()) >= 3}
+    for rule in ("cka-layer", "geometry", "attention", "probe"):
+        assert "(CPU work, not counted)" in rows[rule] and "0.000" not in rows[rule]
+    for rule in ("finetuned", "compress-glue", "cka", "attention-maps", "transfer"):
+        assert "GiB" in rows[rule] and float(rows[rule].split()[2].replace(",", "")) > 0

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from .data import synthetic
 from .errors import UserError
 from .plan import ClaimPlan, Run, all_runs
 
@@ -38,7 +39,11 @@ BYTES_PER_PARAM = 4  # a float32 checkpoint file
 # released models a CPU table leaves out (too slow there): parameters, layers, hidden size, heads of their config.json
 KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16)}
 
-GPU_KINDS = {"pretrain", "encode", "finetune", "lm", "compress", "probe-encode"}  # the rest run on the CPU
+GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
+             "attention-maps", "transfer"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
+# sentences per padded batch where the rule fixes it in code: compress-glue's dev pass (training._batches at 64),
+# attention-maps (families/intrinsic/runs.py BATCH); cka's token states (an assumption: an encode-sized batch)
+DEV_BATCH, ATTENTION_BATCH = 64, 32
 RULES = {"lm": "lm_train + lm_eval", "probe-encode": "probe_encode", "lm_tasks": "lm_tasks", "lm_model": "lm_model"}
 
 
@@ -141,8 +146,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
     spec = tier["assets"][asset]
     train_tokens = infer_tokens = 0
     full, batch, seq = True, 1, 128
-    if run.kind in ("finetune", "lm"):
-        section = tier["finetune" if run.kind == "finetune" else "lm"]
+    if run.kind in ("finetune", "finetuned", "lm"):  # finetuned: the same fine-tuning, keeping its model for others
+        section = tier["lm" if run.kind == "lm" else "finetune"]
         budget = section.get("budget", {})  # a zero-shot run reads no training budget
         task = run.task
         n = min(GLUE_TRAIN.get(task, 0), budget.get("max_train") or math.inf)
@@ -154,6 +159,37 @@ def run_cost(run: Run, table: dict) -> RunCost:
             train_tokens = cost.examples * TOKENS.get(task, 64)
         infer_tokens = dev * TOKENS.get(task, 64) * (2 if run.kind == "lm" else 1)  # lm-eval scores both answers
         full = run.method == "full-finetuning"
+    elif run.kind in ("compress-glue", "cka"):
+        # forward passes over the task's whole dev split at the fine-tuning budget's length: cka runs two (the
+        # pre-trained and the fine-tuned model); compress-glue one, after head pruning's importance pass
+        task, budget = run.task, tier["finetune"]["budget"]
+        seq = min(int(budget.get("max_length", 128)), TOKENS.get(task, 64) * 4)
+        infer_tokens = GLUE_DEV.get(task, 0) * TOKENS.get(task, 64) * (2 if run.kind == "cka" else 1)
+        batch = DEV_BATCH
+        if run.kind == "compress-glue" and run.method == "head-pruning":
+            # Michel et al.'s importance: forward+backward over a train sample to the head gates (no weight gradients)
+            c = tier.get("compression", {})
+            n = min(c.get("importance_pairs") or math.inf, GLUE_TRAIN.get(task, 0))
+            train_tokens, full, batch = int(n) * TOKENS.get(task, 64), False, int(c.get("importance_batch", 32))
+    elif run.kind == "attention-maps":
+        # the UD sample's sentences once without gradients, and with an MLM head once more with the loss's gradient
+        # to the attention maps (no weight gradients)
+        n = min(tier.get("probing", {}).get("eval_sentences") or math.inf, UD_SENTENCES.get(run.split, UD_SENTENCES["dev"]))
+        infer_tokens = int(n) * UD_TOKENS
+        if run.params.get("gradient"):
+            train_tokens, full = infer_tokens, False
+        batch, seq = ATTENTION_BATCH, min(int(tier.get("encode", {}).get("max_length", 128)), UD_TOKENS * 4)
+    elif run.kind == "transfer":
+        # every item is padded to the task's sequence length; gradients flow through the frozen layers to the input
+        # layer (forward+backward through the whole model, weight gradients only for the few trained parameters),
+        # then one forward pass over the test items
+        t = tier["transfer"]
+        seq = synthetic.sequence_length(run.task, t.get("tasks", {}).get(run.task))
+        b = t["budget"]
+        cost.steps, batch = int(b["steps"]), int(b["batch_size"])
+        cost.examples = cost.steps * batch
+        train_tokens, full = cost.examples * seq, False
+        infer_tokens = int(b.get("test_examples", 0)) * seq
     elif run.kind == "pretrain":
         t = spec["train"]
         cost.steps, cost.examples = int(t["steps"]), int(t["steps"]) * int(t["batch_size"])
@@ -286,8 +322,11 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) ->
                  f"({res['shared_extra']} fewer than the per-claim rows add up to)")
     lines += ["", f"{'rule':<20} {'runs':>6} {unit:>9} {'peak memory':>12}"]
     for kind, r in sorted(res["by_rule"].items()):
-        where = f"{r['peak_mb'] / 1024:>9.1f} GiB" if kind in GPU_KINDS else f"{'(CPU)':>12}"
-        lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {_hours(r['seconds']):>9} {where}")
+        if kind in GPU_KINDS:
+            lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {_hours(r['seconds']):>9} "
+                         f"{r['peak_mb'] / 1024:>9.1f} GiB")
+        else:  # numpy / scikit-learn on stored outputs: not scaled from the table, so not a 0 either
+            lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {'-':>9} {'(CPU work, not counted)':>12}")
     lines.append("  peak memory: analytic (float32 weights, gradients and Adam states when every weight trains, 16-bit "
                  "activations at the budget's batch and length), the largest run of the rule")
     disk = prefetch_disk(plans, tier, table)

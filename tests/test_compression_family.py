@@ -173,6 +173,59 @@ def test_glue_claims_compress_the_glue_familys_finetuned_model_of_the_tasks_the_
     assert more[GLUE_CLAIMS[1]].measurements["sparse_30"].runs[0].key == plans[GLUE_CLAIMS[1]].measurements["sparse_30"].runs[0].key
 
 
+def test_hub_tasks_bring_mnli_into_the_glue_claims_and_leave_local_tasks_as_they_were(repo, data_root):
+    """paper: data.glue is the local release with hub_tasks [MNLI, QQP], so Michel et al.'s MNLI is planned and judged."""
+    tier = load_tier("paper")
+    assert tier["data"]["glue"]["source"] == "local" and "MNLI" in tier["data"]["glue"]["hub_tasks"]
+    plans = _glue_plans(repo, tier)
+    claim = plans[GLUE_CLAIMS[0]].claim
+    assert P.skipped_tasks(claim, tier) == {}  # the verdict leaves nothing out
+    curve = plans[GLUE_CLAIMS[0]].measurements["heads"]
+    assert all({r.task for r in runs} == {"MNLI", "SST-2"} for runs in curve.points.values())
+    mnli = plans[GLUE_CLAIMS[0]].measurements["masked_40"].runs[0]
+    sst2 = next(r for r in plans[GLUE_CLAIMS[0]].measurements["masked_40"].runs if r.task == "SST-2")
+    assert mnli.task == "MNLI" and mnli.spec["tier"]["data"]["glue"] == {"source": "hub"}
+    # a hub task reads no local file (the hub revision is pinned instead); a local task still verifies its files
+    assert P.data_files(mnli, tier, str(data_root)) == [] and P.data_files(mnli.upstream[0], tier, str(data_root)) == []
+    assert P.data_files(sst2, tier, str(data_root))[-1] == str(data_root / "glue" / "SST-2" / "dev.tsv")
+    # without hub_tasks MNLI is left out with the reason, and a local task's runs keep their keys
+    local = with_overrides(tier, {"data.glue": {"source": "local", "path": "{data_root}/glue"}})
+    assert "hub-only" in P.skipped_tasks(claim, local)["MNLI"] and "hub_tasks" in P.skipped_tasks(claim, local)["MNLI"]
+    runs = _glue_plans(repo, local)[GLUE_CLAIMS[0]].measurements["masked_40"].runs
+    assert [r.task for r in runs] == ["SST-2"] and runs[0].key == sst2.key
+
+
+def test_a_tier_names_only_glue_tasks_in_hub_tasks(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump({"base": "micro", "data": {"glue": {"source": "local", "hub_tasks": ["XNLI"]}}}))
+    with pytest.raises(UserError, match=r"data.glue.hub_tasks.0': got 'XNLI'; allowed values: CoLA.*MNLI, QQP"):
+        load_tier(str(path))
+
+
+def test_load_glue_reads_a_hub_task_from_the_hub_and_a_local_task_from_the_release(monkeypatch, data_root):
+    from plmclaims.data import glue
+    from plmclaims.evaluation import glue_metrics
+    from plmclaims.families.glue.runs import load_glue
+
+    calls = []
+
+    def fake_hub(task, split):  # nothing can be downloaded here: record the call, return three MNLI-shaped examples
+        calls.append((task, split))
+        return glue.GlueData(task, split, ["a", "b", "c"], ["x", "y", "z"], [0.0, 1.0, 2.0])
+
+    monkeypatch.setattr(glue, "load_hub", fake_hub)
+    tier = with_overrides(load_tier("micro"), {"data.glue": {"source": "local", "path": "{data_root}/glue",
+                                                             "hub_tasks": ["MNLI"]}})
+    assert len(load_glue(tier, "MNLI", "train", str(data_root))) == 3 and calls == [("MNLI", "train")]
+    load_glue(tier, "MNLI", "dev", str(data_root))
+    assert calls[-1] == ("MNLI", "dev")
+    sst2 = load_glue(tier, "SST-2", "train", str(data_root))
+    assert len(calls) == 2 and len(sst2) == 67349 and all(f.endswith("SST-2/train.tsv") for f in sst2.files)
+    # MNLI's three classes are scored by accuracy (GLUE's metric for it), QQP by accuracy and F1
+    assert glue_metrics.score("MNLI", [0, 1, 2, 2], [0, 1, 1, 2]) == {"accuracy": 75.0}
+    assert set(glue_metrics.score("QQP", [0, 1], [0, 1])) == {"accuracy", "f1"}
+
+
 def test_glue_claims_refuse_what_a_finetuned_classifier_cannot_do(tmp_path, repo):
     data = yaml.safe_load((repo / "replications" / "compression" / "int8-costs-little-glue.yaml").read_text())
     data["measurements"]["onnx"] = {"role": "compression-encoder", "method": "quantisation", "params": {"backend": "onnx"}}

@@ -43,11 +43,22 @@ def sts_files(tier: dict, evaluator: str, form: str, data_root: str | None) -> l
     return [str(p) for name in sts.BENCHMARKS for p in sts.local_files(root, name, form, sts.split_for(evaluator, name))]
 
 
-def glue_files(tier: dict, task: str, data_root: str | None, splits: tuple[str, ...] = ("train", "dev")) -> list[str]:
-    """The train and dev files (or `splits`) of a GLUE task under the tier's local GLUE source ([] for the hub)."""
+def glue_source(tier: dict, task: str) -> dict:
+    """The GLUE source one task is read from: {'source': 'hub'} for a task the local source lists in `hub_tasks`
+    (the local release lacks MNLI and QQP), else data.glue itself without `hub_tasks` (so listing hub tasks changes
+    nothing about a local task's runs). The hub is nyu-mll/glue at glue.HUB_REVISION either way."""
     source = tier["data"].get("glue")
     if source is None:
         raise UserError(f"{tier.get('_path', 'tier')}: field 'data.glue' missing; the glue family needs a GLUE source (local or hub)")
+    if source["source"] == "local" and task in source.get("hub_tasks", ()):
+        return {"source": "hub"}
+    return {k: v for k, v in source.items() if k != "hub_tasks"}
+
+
+def glue_files(tier: dict, task: str, data_root: str | None, splits: tuple[str, ...] = ("train", "dev")) -> list[str]:
+    """The train and dev files (or `splits`) of a GLUE task under the tier's local GLUE source ([] for a task read
+    from the hub: no local file, its revision is pinned instead)."""
+    source = glue_source(tier, task)
     if source["source"] != "local":
         return []
     root = glue.local_root(source, data_root)

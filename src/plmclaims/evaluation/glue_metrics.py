@@ -9,7 +9,8 @@ from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 TASK_METRICS = {"CoLA": ("matthews",), "SST-2": ("accuracy",), "MRPC": ("accuracy", "f1"), "RTE": ("accuracy",),
-                "STS-B": ("pearson", "spearman"), "WNLI": ("accuracy",), "QNLI": ("accuracy",)}
+                "STS-B": ("pearson", "spearman"), "WNLI": ("accuracy",), "QNLI": ("accuracy",),
+                "MNLI": ("accuracy",), "QQP": ("accuracy", "f1")}  # MNLI: matched dev (glue.load_hub); as GLUE reports them
 
 
 def _correlation(fn):

@@ -52,12 +52,14 @@ def compress_glue_run(tier: dict, instance: str, task: str, seed: int, method: s
 
 def offline_unavailable(claim: Claim, tier: dict) -> dict[str, str]:
     """A GLUE claim's tasks that the tier's GLUE source lacks (MNLI and QQP are hub-only), with the reason: the
-    planner and the verdict leave them out alike (plan.skipped_tasks), so a tier runs the claim on what it has."""
-    source = tier.get("data", {}).get("glue", {})
-    if claim.protocol.get("evaluator") != "glue-dev" or source.get("source") != "local":
+    planner and the verdict leave them out alike (plan.skipped_tasks), so a tier runs the claim on what it has. A
+    task the local source lists in `hub_tasks` is read from the hub (verify.glue_source), so it is available."""
+    if claim.protocol.get("evaluator") != "glue-dev" or "glue" not in tier.get("data", {}):
         return {}
-    return {t: f"{t} is hub-only: the tier reads GLUE from the local release (data.glue); read it from the hub to run it"
-            for t in claim.protocol["benchmarks"] if (t, "train") not in glue.KNOWN_COUNTS}
+    return {t: f"{t} is hub-only: the tier reads GLUE from the local release (data.glue); list it in data.glue.hub_tasks "
+               "to read it from the hub"
+            for t in claim.protocol["benchmarks"]
+            if verify.glue_source(tier, t)["source"] == "local" and (t, "train") not in glue.KNOWN_COUNTS}
 
 
 grid_skipped = offline_unavailable  # the name plan.skipped_tasks looks up in a family's plan module

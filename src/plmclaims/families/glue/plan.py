@@ -18,7 +18,9 @@ def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, p
     """One trained model scored on one task's dev split: metrics.json holds the scores, parameter counts and peak
     memory; predictions.npz the dev predictions in the score-run layout."""
     model = model_run(tier, instance)
-    view = merge(pick(tier, "data.glue", "finetune.budget"), asset_view(tier, instance))
+    # the task's own GLUE source (the hub for a task in data.glue.hub_tasks), so a local task's key ignores hub_tasks
+    data = {"data": {"glue": verify.glue_source(tier, task)}} if "glue" in tier.get("data", {}) else {}
+    view = merge(data, pick(tier, "finetune.budget"), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
     return make_run("finetune", fields, view, (model,) if model else (), params)
 

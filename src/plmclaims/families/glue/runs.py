@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from ... import plan, runs
-from ...data import glue
+from ...data import glue, verify
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
 from ...stats import degenerate as degenerate_reason, document_index
@@ -16,10 +16,9 @@ log = logging.getLogger("plmclaims")
 
 
 def load_glue(tier: dict, task: str, split: str, data_root: str | None) -> glue.GlueData:
-    """A GLUE split from the tier's source (local layout or the hub); dev is sampled only in test budgets."""
-    source = tier["data"].get("glue")
-    if source is None:
-        raise UserError(f"{tier['_path']}: field 'data.glue' missing; the glue family needs a GLUE source (local or hub)")
+    """A GLUE split from the task's source (the local layout, or the hub for a hub source or a task in its
+    `hub_tasks`: verify.glue_source); dev is sampled only in test budgets."""
+    source = verify.glue_source(tier, task)
     if source["source"] == "hub":
         data = glue.load_hub(task, split)
     else:

@@ -6,7 +6,7 @@ downloads and verifies, stays at the bottom and takes the list this module makes
 from __future__ import annotations
 
 from . import hub
-from .data import glue, sts
+from .data import glue, sts, verify
 from .hub import HubAsset
 from .tiers import Instance
 
@@ -23,8 +23,9 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                 a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
                 found.setdefault(a.key, a)
             if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
-                if tier["data"].get("glue", {}).get("source") == "hub":
-                    a = HubAsset(glue.HUB_ID, "dataset", glue.HUB_REVISION, f"GLUE {run.task}")
+                task = getattr(run, "task", None)  # a GLUE task, or a probe's / generated task's name
+                if task in glue.TASKS and "glue" in tier["data"] and verify.glue_source(tier, task)["source"] == "hub":
+                    a = HubAsset(glue.HUB_ID, "dataset", glue.HUB_REVISION, f"GLUE {task}")
                     found.setdefault(a.key, a)
                 continue
             source = tier["data"][sts.SOURCE_OF_EVALUATOR[run.evaluator]]

@@ -20,6 +20,7 @@ import yaml
 from plmclaims import hub, standins
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
+from plmclaims.data import glue
 from plmclaims.errors import UserError
 from plmclaims.plan import all_runs, plan_all
 from plmclaims.tiers import load_tier
@@ -115,7 +116,11 @@ def test_every_paper_hub_asset_has_a_stand_in_with_its_published_shape(tmp_path,
     monkeypatch.setenv("PLMCLAIMS_HUB_DIR", str(tmp_path))  # no prefetch folder: the guard has nothing to compare
     paper = load_tier("paper")
     assets = needed_assets(plan_all(load_claims(REPO / "replications"), paper), paper)
-    assert standins.unsupported(assets) == []  # a hub asset added to paper.yaml needs its published config in PUBLISHED
+    # GLUE from the hub (MNLI, QQP) has no stand-in dataset yet: the rehearsal reads GLUE from the local release only
+    # (rehearsal.yaml: data.glue.hub_tasks: []), so those tasks are left out there with the reason
+    assert load_tier("rehearsal")["data"]["glue"]["hub_tasks"] == [] and any(a.repo_id == glue.HUB_ID for a in assets)
+    # every other hub asset added to paper.yaml needs its published config in PUBLISHED
+    assert standins.unsupported([a for a in assets if a.repo_id != glue.HUB_ID]) == []
     kinds = {"bert": "wordpiece", "roberta": "roberta-bpe", "gpt2": "gpt2-bpe", "t5": "t5-unigram", "distilbert": "wordpiece"}
     for repo_id, pub in standins.PUBLISHED.items():
         assert pub.tokenizer.startswith(kinds[pub.config["model_type"]]), repo_id

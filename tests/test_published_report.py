@@ -1,0 +1,111 @@
+"""The committed micro report (results/micro: claims.md, claims.json, claims.csv, provenance.json and the figures) is
+the main job's output, never edited by hand, and cannot go stale silently: it covers exactly the claims in
+replications/ at their current versions, its Markdown and CSV are what the report code makes of its claims.json,
+and the commits and package versions that produced it and its runs are real and within the project's pins.
+
+When a claim is added or changed, rerun the main job (`snakemake --cores 2 --config data_root=...`; only what
+changed is computed) and commit results/micro's report files in the same change."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from plmclaims.claims import load_claims
+from plmclaims.report import markdown, rows
+from plmclaims.tiers import load_tier
+
+FILES = ("claims.md", "claims.json", "claims.csv", "provenance.json", "figures/forest.png",
+         "figures/quality-vs-params.png", "figures/curves.png")
+REGENERATE = ("rerun the main job (snakemake --cores 2 --config data_root=...) and commit results/micro's report "
+              "files with the change")
+
+
+@pytest.fixture(scope="module")
+def published(repo):
+    out = repo / "results" / "micro"
+    missing = [f for f in FILES if not (out / f).exists()]
+    assert not missing, f"the published micro report lacks {missing}; {REGENERATE}"
+    return out
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+
+
+def test_it_covers_every_claim_at_its_current_version(published, repo):
+    claims = {c.id: c.data["version"] for c in load_claims(repo / "replications")}
+    verdicts = json.loads((published / "claims.json").read_text())
+    shown = {v["id"]: v["version"] for v in verdicts}
+    assert sorted(shown) == sorted(claims), (
+        f"claims without a verdict: {sorted(set(claims) - set(shown))}; verdicts of claims that are gone: "
+        f"{sorted(set(shown) - set(claims))}; {REGENERATE}")
+    stale = {i: (shown[i], v) for i, v in claims.items() if shown[i] != v}
+    assert not stale, f"claims whose version changed since the report (report, now): {stale}; {REGENERATE}"
+    assert all(v["tier"] == "micro" and not v.get("rehearsal") for v in verdicts)
+    text = (published / "claims.md").read_text()
+    assert all(f"`{i}`" in text for i in claims)
+
+
+def test_its_markdown_and_csv_are_what_the_report_code_makes_of_its_json(published):
+    """Never edited by hand: the tables are regenerated from claims.json and compared byte for byte."""
+    verdicts = json.loads((published / "claims.json").read_text())
+    assert (published / "claims.md").read_text() == markdown(verdicts, load_tier("micro")), (
+        f"results/micro/claims.md differs from what report.markdown makes of claims.json; {REGENERATE}")
+    table = list(csv.DictReader(io.StringIO((published / "claims.csv").read_text())))
+    fresh = list(csv.DictReader(io.StringIO(_csv(rows(verdicts)))))
+    assert table == fresh
+    for f in FILES:
+        if f.endswith(".png"):
+            assert (published / f).read_bytes()[:4] == b"\x89PNG"
+
+
+def _csv(table: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(table[0]))
+    writer.writeheader()
+    writer.writerows(table)
+    return buf.getvalue()
+
+
+def test_its_provenance_names_real_commits_and_pinned_versions(published, repo):
+    prov = json.loads((published / "provenance.json").read_text())
+    verdicts = json.loads((published / "claims.json").read_text())
+    assert prov["tier"] == "micro" and prov["claims"] == {v["id"]: v["version"] for v in verdicts}
+    commit = prov["commit"]
+    assert len(commit) == 40 and "+dirty" not in commit, (
+        f"the report was written from a tree with uncommitted changes ({commit}); commit first, then {REGENERATE}")
+    if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true" and \
+            _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode:
+        pytest.skip(f"a shallow clone lacks the report's commit {commit[:10]}; the full history has it")
+    assert _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode == 0, f"{commit}: no such commit"
+    assert _git(repo, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
+        f"the report's commit {commit[:10]} is not in this branch's history")
+    # every run and verdict came from a commit of this history (a dirty tree's runs name the commit they started from)
+    for c in set(prov["run_commits"]) | set(prov["verdict_commits"]):
+        base = c.removesuffix("+dirty")
+        assert _git(repo, "cat-file", "-e", f"{base}^{{commit}}").returncode == 0, f"a run names commit {c}, unknown here"
+    assert sum(prov["run_commits"].values()) > 0
+
+
+def test_its_package_versions_are_within_the_project_pins(published, repo):
+    from packaging.requirements import Requirement
+
+    pins = {Requirement(r).name: Requirement(r).specifier
+            for r in tomllib.loads((repo / "pyproject.toml").read_text())["project"]["dependencies"]}
+    prov = json.loads((published / "provenance.json").read_text())
+    seen = {n: [v] for n, v in prov["packages"].items() if v}
+    for n, versions in prov["run_packages"].items():
+        seen.setdefault(n, []).extend(versions)
+    checked = 0
+    for name, versions in seen.items():
+        if name in pins:
+            bad = [v for v in versions if v not in pins[name]]
+            assert not bad, f"{name} {bad} outside the project's pin {pins[name]}; {REGENERATE} with the pinned versions"
+            checked += 1
+    assert checked >= 5  # torch, transformers, datasets, mteb, snakemake at least

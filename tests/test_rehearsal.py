@@ -90,7 +90,12 @@ def test_rehearsal_tier_is_the_paper_dag_with_cut_budgets():
             for r in all_runs(p.score_runs()).values():
                 out[(p.claim.id, r.kind, json.dumps(r.spec["fields"], sort_keys=True))] += 1
         return out
-    assert shape(rehearsal) == shape(paper)
+    # the one difference: GLUE tasks the paper tier reads from the hub (MNLI, QQP) have no stand-in dataset yet, so the
+    # rehearsal reads the local release only and leaves exactly their runs out
+    hub_only = set(paper["data"]["glue"].get("hub_tasks", []))
+    full = shape(paper)
+    kept = collections.Counter({k: n for k, n in full.items() if json.loads(k[2]).get("task") not in hub_only})
+    assert shape(rehearsal) == kept and 0 < sum(full.values()) - sum(kept.values()) < 30
 
 
 def test_overlay_merges_mappings_replaces_lists_and_refuses_a_cycle(tmp_path):

@@ -49,17 +49,21 @@ def test_budget_edit_reruns_exactly_the_runs_it_affects(tiny_run, repo, tmp_path
     data = yaml.safe_load((repo / "workflows" / "tiers" / "tiny.yaml").read_text())
     data["finetune"]["budget"]["max_train"] += 8  # `name: tiny` stays: same results folder
     tier_file.write_text(yaml.safe_dump(data))
-    # what the plan says changes: every fine-tuning run, and nothing else
+    # what the plan says changes: every fine-tuning run and every run that reads fine-tuned weights, nothing else
     claims = load_claims(repo / "replications")
     old, new = (P.plan_all(claims, load_tier(t)) for t in ("tiny", str(tier_file)))
     before = set(P.all_runs(r for p in old for r in p.score_runs()))
     changed = [r for r in P.all_runs(r for p in new for r in p.score_runs()).values() if r.key not in before]
-    assert {r.kind for r in changed} == {"finetune"}
-    users = {p.claim.slug for p in new if any(r.kind == "finetune" for r in p.score_runs())}
+    assert {r.kind for r in changed} == {"finetune", "finetuned", "cka", "cka-layer", "compress-glue"}
+    keys = {r.key for r in changed}
+    users = {p.claim.slug for p in new if keys & set(P.all_runs(p.score_runs()))}
     assert users == {"peft--lora-matches-finetuning", "peft--adapters-match-finetuning",
-                     "peft--prompt-tuning-gap-closes-with-scale", "compression--seed-variance"}
+                     "peft--prompt-tuning-gap-closes-with-scale", "compression--seed-variance",
+                     "intrinsic--finetuning-changes-top-layers", "compression--heads-can-be-masked-glue",
+                     "compression--magnitude-pruning-glue", "compression--int8-costs-little-glue"}
     jobs = _planned_jobs(repo, work, _with(config, tier=str(tier_file)))
-    assert jobs == Counter({"finetune": len(changed), "verdict": len(users), "report": 1, "all": 1})
+    rules = Counter(r.kind.replace("-", "_") for r in changed)  # run kind -> its rule's name
+    assert jobs == Counter({**rules, "verdict": len(users), "report": 1, "all": 1})
 
 
 def test_tolerance_edit_reruns_only_that_verdict_and_the_report(tiny_run, repo, tmp_path):

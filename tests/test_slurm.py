@@ -24,6 +24,21 @@ def _rule(comment: str, rules: list[str]) -> str | None:
     return next((r for r in rules if comment == f"rule_{r}" or comment.startswith(f"rule_{r}_wildcards_")), None)
 
 
+def _resource_keys(files) -> dict[str, str]:
+    """Rule -> the tier resources entry it asks for (`rule_resources("<entry>")`): a rule may share another's entry
+    (a finetuned run costs what a finetune run does)."""
+    import re
+    from pathlib import Path
+
+    out = {}
+    for f in files:
+        for rule, body in re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", Path(f).read_text(), re.M | re.S):
+            m = re.search(r'rule_resources\("([^"]+)"\)', body)
+            if m:
+                out[rule] = m.group(1)
+    return out
+
+
 def _squeue_limit(minutes: int) -> str:
     """A time limit as squeue's %l prints it (10 -> '10:00', 90 -> '1:30:00')."""
     return f"{minutes // 60}:{minutes % 60:02d}:00" if minutes >= 60 else f"{minutes}:00"
@@ -42,7 +57,9 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, second_run):
     assert new is not None, "the second run did not go through SLURM"
     assert (work / "results" / "tiny" / "claims.md").exists()
     # every rule of the workflow (`all` has no job) went through sbatch, and every job completed there
-    rules = families.rule_names([*sorted((repo / "workflows" / "rules").glob("*.smk")), *families.rules_files()])
+    rule_files = [*sorted((repo / "workflows" / "rules").glob("*.smk")), *families.rules_files()]
+    rules = families.rule_names(rule_files)
+    entry = _resource_keys(rule_files)
     assert {"pretrain", "verdict", "report", "finetune", "lm_train", "lm_eval", "probe_encode", "probe"} <= set(rules)
     ran = {_rule(comment, rules) for _, comment, _, _ in new.values()}
     assert sorted(set(rules) - ran) == [], f"rules never submitted with the claims {claims}"
@@ -50,10 +67,11 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, second_run):
     # the tier's resources reached sbatch: each job asked for its rule's mem_mb and runtime (minutes), first attempt
     table = yaml.safe_load((repo / "workflows" / "tiers" / "tiny.yaml").read_text())["resources"]
     for _, comment, mem, limit in new.values():
-        spec = {**table["default"], **table.get(_rule(comment, rules), {})}
+        rule = _rule(comment, rules)
+        spec = {**table["default"], **table.get(entry.get(rule, rule), {})}
         assert (mem, limit) == (f"{spec['mem_mb']}M", _squeue_limit(int(spec["runtime"]))), (comment, mem, limit)
     # a rule with its own entry in the table ran (not only the default): per-rule resources are honoured
-    assert {_rule(comment, rules) for _, comment, _, _ in new.values()} & (set(table) - {"default"})
+    assert {entry.get(_rule(c, rules)) for _, c, _, _ in new.values()} & (set(table) - {"default"})
 
 
 def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_root):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,8 @@ def test_paper_tier_dry_run_needs_no_network(tmp_path, repo, data_root):
     out = res.stdout
     assert "bert-base-uncased" in out and "glove-840b-300d" in out and "unsup-simcse-bert-base" in out
     assert "rule report" in out or "report" in out
-    assert "pretrain" not in out.split("Job stats")[1]  # the paper tier pre-trains nothing
+    stats = out.split("Job stats")[1].split("\n\n")[0]  # the job table: one "<rule> <count>" line per rule
+    assert "finetune" in stats and not re.search(r"^pretrain\s+\d+$", stats, re.M)  # the paper tier pre-trains nothing
 
 
 def test_peft_family_runs_offline_with_parameter_counts(tiny_run):

@@ -124,6 +124,24 @@ def test_spreads_is_the_dual_of_flat():
     assert judge("spreads", [60, 61.8, 60, 60, 60], noise=1.0, delta=2.0).outcome == "inconclusive"
 
 
+def refusal(repo, tmp_path, claim_id: str, edit) -> str:
+    """The one-line error that loading a shipped claim, edited by `edit`, gives (as a copy named <family>/x)."""
+    import yaml
+
+    from plmclaims.claims import load_claim
+    from plmclaims.errors import UserError
+
+    data = yaml.safe_load((repo / "replications" / f"{claim_id}.yaml").read_text())
+    edit(data)
+    family = claim_id.split("/")[0]
+    path = tmp_path / family / "x.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(dict(data, id=f"{family}/x")))
+    with pytest.raises(UserError) as err:
+        load_claim(path, tmp_path)
+    return str(err.value)
+
+
 @pytest.mark.parametrize("edit, words", [
     (lambda d: d["checks"].append({"type": "greater", "a": "layers", "b": "layer0", "target": "tree"}),
      "'layers' is a curve (params.layer sweeps); only a trend check"),
@@ -132,19 +150,7 @@ def test_spreads_is_the_dual_of_flat():
     (lambda d: d["checks"][1].update(shape="flat"), "a flat trend needs 'delta'"),
 ])
 def test_a_curve_is_read_only_by_a_trend_along_its_axis(tmp_path, repo, edit, words):
-    import yaml
-
-    from plmclaims.claims import load_claim
-    from plmclaims.errors import UserError
-
-    data = yaml.safe_load((repo / "replications" / "probing" / "structural-probe-middle-layers.yaml").read_text())
-    edit(data)
-    path = tmp_path / "probing" / "x.yaml"
-    path.parent.mkdir()
-    path.write_text(yaml.safe_dump(dict(data, id="probing/x")))
-    with pytest.raises(UserError) as err:
-        load_claim(path, tmp_path)
-    assert words in str(err.value)
+    assert words in refusal(repo, tmp_path, "probing/structural-probe-middle-layers", edit)
 
 
 def test_under_a_bound_holds_only_when_every_point_is_clear_of_it():
@@ -192,16 +198,4 @@ def test_a_reported_curve_is_drawn_on_the_fraction_of_the_source_depth():
      "field 'measurements.layers.reported_curve.values.cosine': unknown benchmark; allowed values: anisotropy"),
 ])
 def test_a_reported_curve_is_validated(tmp_path, repo, edit, words):
-    import yaml
-
-    from plmclaims.claims import load_claim
-    from plmclaims.errors import UserError
-
-    data = yaml.safe_load((repo / "replications" / "intrinsic" / "anisotropy-upper-layers.yaml").read_text())
-    edit(data["measurements"])
-    path = tmp_path / "intrinsic" / "x.yaml"
-    path.parent.mkdir()
-    path.write_text(yaml.safe_dump(dict(data, id="intrinsic/x")))
-    with pytest.raises(UserError) as err:
-        load_claim(path, tmp_path)
-    assert words in str(err.value)
+    assert words in refusal(repo, tmp_path, "intrinsic/anisotropy-upper-layers", lambda d: edit(d["measurements"]))

@@ -432,6 +432,12 @@ def _error_row(cplan: ClaimPlan, tier: dict, note: str, results: str | None = No
             "runs": sorted({r.path(results) for r in cplan.score_runs()}) if results else []}
 
 
+def _recorded(run, results: str) -> dict | None:
+    """The provenance a finished run recorded in its metrics.json (None for a run not on disk)."""
+    path = Path(run.path(results))
+    return json.loads(path.read_text()).get("provenance", {}) if path.exists() else None
+
+
 def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_root: str | None) -> None:
     """Mark the verdict and each measurement whose runs read data that is not the known release (a user who ran
     with allow_unverified_data): the report flags those rows. Read from each run's recorded data checksums."""
@@ -440,10 +446,8 @@ def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_roo
     def unverified(runs) -> list[str]:
         out = set()
         for run in runs:
-            path = Path(run.path(results))
-            if path.exists():
-                recorded = json.loads(path.read_text()).get("provenance", {}).get("data_sha256", {})
-                out |= {f for f, sha in recorded.items() if not is_verified(f, sha, data_root)}
+            recorded = (_recorded(run, results) or {}).get("data_sha256", {})
+            out |= {f for f, sha in recorded.items() if not is_verified(f, sha, data_root)}
         return sorted(out)
 
     every = set()
@@ -466,11 +470,11 @@ def runs_provenance(cplan: ClaimPlan, results: str) -> dict:
     seen = set()
     for pm in cplan.measurements.values():
         for run in pm.runs + pm.controls:
-            path = Path(run.path(results))
-            if path in seen or not path.exists():
-                continue
+            path = run.path(results)
+            prov = None if path in seen else _recorded(run, results)
             seen.add(path)
-            prov = json.loads(path.read_text()).get("provenance", {})
+            if prov is None:
+                continue
             commit = prov.get("git_commit", "unknown")
             commits[commit] = commits.get(commit, 0) + 1
             for name, version in (prov.get("packages") or {}).items():

@@ -24,7 +24,9 @@ def execute_on_words(run, tier: dict, data_root, roots: dict) -> None:
         return
     view = run.tier(tier["name"], tier["_path"])  # the tier as the run sees it
     if run.kind == "probe-encode":
-        probing_runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out)
+        # the parameters the CLI passes (families/probing/commands.py): a checkpoint step, shifted words
+        probing_runs.encode(view, run.instance, run.split, str(data_root), roots["resources"], out,
+                            step=run.params.get("step"), words=run.params.get("words"))
         return
     execute_on_words(run.upstream[0], tier, data_root, roots)
     body = probing_runs.probe if run.kind == "probe" else geometry_runs.geometry

@@ -132,7 +132,7 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
     for cid in (P1, T2):
         cplan = P.plan_claim(_claim(repo, cid), tier)
         for run in cplan.score_runs():
-            _execute(run, tier, data_root, roots)
+            execute_on_words(run, tier, data_root, roots)
         verdict = decide_claim(cplan, tier, roots["results"])
         assert verdict["verdict"] in ("reproduced", "not-reproduced", "inconclusive"), verdict["note"]
         for name, pm in cplan.measurements.items():
@@ -168,19 +168,6 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
         assert [p["x"] for p in verdict["measurements"]["layers"]["curve"]] == list(range(7))
     enc = json.loads(Path(cplan.measurements["middle"].runs[0].upstream[0].path(roots["results"])).with_name("metrics.json").read_text())
     assert enc["values"]["layers"] == 7 and enc["values"]["parts"]["train"]["sentences"] > 30
-
-
-def _execute(run, tier, data_root, roots) -> None:
-    """execute_on_words, after the shifted encode a bigram-shift probe reads (samples' encode passes no run
-    parameters, so it is called here with words: bigram-shift)."""
-    from plmclaims.families.probing import runs as probing_runs
-
-    enc = run.upstream[0]
-    out = Path(enc.path(roots["results"]))
-    if enc.params.get("words") and not out.exists():
-        probing_runs.encode(enc.tier(tier["name"], tier["_path"]), enc.instance, enc.split, str(data_root),
-                            roots["resources"], out, words=enc.params["words"])
-    execute_on_words(run, tier, data_root, roots)
 
 
 # ---------------------------------------------------------------- a synthetic claim

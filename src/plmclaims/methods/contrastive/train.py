@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from . import get
+from ...errors import UserError
 
 BUDGET_KEYS = {"steps", "batch_size", "max_length", "lr", "eval_every", "warmup"}
 REQUIRED_BUDGET = BUDGET_KEYS - {"warmup"}
@@ -67,7 +68,8 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
     model = module.Objective(model_path, params, seed, random_weights=random_weights).to(device)
     examples = corpus.documents if module.INPUT == "documents" else corpus.sentences
     if len(examples) < budget["batch_size"]:
-        raise ValueError(f"{objective}: {len(examples)} training {module.INPUT} for a batch of {budget['batch_size']}")
+        raise UserError(f"contrastive objective {objective}: the corpus has {len(examples)} training {module.INPUT} for a "
+                        f"batch of {budget['batch_size']}; lower the budget's batch_size or give the corpus more text")
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=budget["lr"])
     sched = linear_warmup_decay(opt, budget["warmup"], budget["steps"])
@@ -108,7 +110,10 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
             evaluate(step)
             model.train()
     bar.close()
-    model.load_state_dict(best_state)
+    if best is None:  # steps 0: the untrained model is the result (a released checkpoint's evaluation)
+        best = history[0]
+    else:
+        model.load_state_dict(best_state)
     model.eval()
     return {"objective": objective, "history": history, "best_step": best["step"],
             "best_spearman": best["stsb_dev_spearman"], "losses": losses,

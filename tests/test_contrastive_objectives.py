@@ -8,8 +8,10 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
+from plmclaims.data import sts
+from plmclaims.data.sentences import Corpus
 from plmclaims.methods import contrastive
-from plmclaims.methods.contrastive import bsl, diffcse, promptbert, rankencoder
+from plmclaims.methods.contrastive import bsl, diffcse, promptbert, rankencoder, train
 
 SENTENCES = [f"the {a} {n} {v} the {o} ." for a in ("small", "old", "red", "quiet") for n in ("man", "dog", "cat", "bird")
              for v, o in (("sees", "house"), ("likes", "tree"), ("finds", "river"))]
@@ -214,3 +216,24 @@ def test_one_training_step_moves_the_encoder(tiny_model, module, tmp_path):
     assert vec.shape == (3, 32) and np.isfinite(vec).all()
     obj.save(tmp_path)
     assert (tmp_path / "config.json").exists() and (tmp_path / "contrastive.json").exists()
+
+
+@pytest.fixture(scope="module")
+def dev(data_root):
+    """The first 60 STS-B dev pairs: enough for a Spearman, small enough to embed in milliseconds."""
+    import dataclasses
+
+    full = sts.load_local(data_root / "senteval", "STSBenchmark", "tokenised", "dev")
+    return dataclasses.replace(full, sentence1=full.sentence1[:60], sentence2=full.sentence2[:60], scores=full.scores[:60],
+                               subsets=full.subsets[:60])
+
+
+@pytest.mark.parametrize("name", ["bsl", "diffcse", "promptbert"])
+def test_each_objective_trains_through_the_shared_loop_deterministically(tiny_model, dev, name):
+    budget = {"steps": 2, "batch_size": 4, "max_length": 16, "lr": 1e-3, "eval_every": 1}
+    params = {"predictor_hidden_mult": 2} if name == "bsl" else {}
+    runs = [train.train(name, tiny_model, params, Corpus(SENTENCES, [], {}), dev, budget, seed=1, device="cpu",
+                        progress=False) for _ in range(2)]
+    assert len(runs[0]["losses"]) == 2 and all(np.isfinite(runs[0]["losses"])) and runs[0]["best_step"] in (1, 2)
+    assert runs[0]["losses"] == runs[1]["losses"] and runs[0]["history"] == runs[1]["history"]  # same seed, same run
+    assert runs[0]["objective_params"]["pooling"] == {"bsl": "mean", "diffcse": "cls-before-pooler", "promptbert": "mask"}[name]

@@ -26,8 +26,9 @@ DEFAULTS = {
     "ema_decay": 0.999,  # unsupervised_tuning.py: moving_average_decay = 0.999
     "predictor_blocks": 3,  # BYOLoss.py: online_predictor_1, _2, _3 applied in sequence
     "predictor_hidden_mult": 10,  # BYOLoss.py: MLP(dim, dim, 10 * dim)
-    # recipe values the training budget carries, not params: unsupervised_tuning.py lr 1e-4, batch 64,
-    # max_seq_length 64, 1 epoch, 10% warm-up
+    # the recipe's learning rate (unsupervised_tuning.py optimizer_params lr 1e-4; batch 64, max_seq_length 64, 1 epoch,
+    # 10% warm-up): the training loop takes lr from the budget, the family reads this key to plan a run at the recipe's lr
+    "lr": 1e-4,
 }
 
 

@@ -30,8 +30,9 @@ DEFAULTS = {
     "lambda_weight": 0.005,  # run_diffcse.sh: LAMBDA=0.005 (DiffCSE Table 1's BERT-base STS model)
     "masking_ratio": 0.30,  # run_diffcse.sh: MASK=0.30
     "generator": "",  # '' = the encoder's folder (micro); the repository's default is distilbert-base-uncased (models.py cl_init)
-    # recipe values the training budget carries, not params: run_diffcse.sh LR=7e-6, batch 64,
-    # --max_seq_length 32, 1 epoch (CATALOG T8 says 2 epochs)
+    # the recipe's learning rate (run_diffcse.sh LR=7e-6; batch 64, --max_seq_length 32, 1 epoch, CATALOG T8 says 2):
+    # the training loop takes lr from the budget, the family reads this key to plan a run at the recipe's lr
+    "lr": 7e-6,
 }
 
 

@@ -32,8 +32,9 @@ DEFAULTS = {
     "denoise_test": False,  # run.sh 'unsup-bert' eargs: no --mask_embedding_sentence_delta
     "mlp_only_train": True,  # run.sh: --mlp_only_train (models.py MLPLayer: dense + tanh over the vector, training only)
     "add_period_at_test": True,  # evaluation.py batcher: '.' appended when a sentence ends in none of . ? " '
-    # recipe values the training budget carries, not params: run.sh 'unsup-bert' LR=1e-5, BATCH=256,
-    # EPOCH=1, --max_seq_length 32
+    # the recipe's learning rate (run.sh 'unsup-bert' LR=1e-5; BATCH=256, EPOCH=1, --max_seq_length 32): the training
+    # loop takes lr from the budget, the family reads this key to plan a run at the recipe's lr
+    "lr": 1e-5,
 }
 
 

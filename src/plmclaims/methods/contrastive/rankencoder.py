@@ -35,13 +35,14 @@ DEFAULTS = {
     "rank_weight": 0.05,  # run_simcse_rank_encoder.sh: --baseE_lmb 0.05 --loss_type weighted_sum
     "rank_low": 0.5,  # run_simcse_rank_encoder.sh: --baseE_sim_thresh_low 0.5
     "rank_high": 0.9999,  # run_simcse_rank_encoder.sh: --baseE_sim_thresh_upp 0.9999
-    # file_utils/random_sampling_sentences.sh: --n_sentences 10000 (corpus_0.01, the vectors run_simcse_rank_encoder.sh
-    # loads); the paper's text speaks of 100k sentences
-    "corpus_size": 10000,
+    # README.md: "Please use 100,000 sentences to replicate our experimental results" (its scripts sample 10,000 for
+    # speed: file_utils/random_sampling_sentences.sh --n_sentences 10000); a tier sets fewer where the budget is small
+    "corpus_size": 100000,
     "cos_weight": 0.9,  # simcse_rank_encoder_inference.sh: LMB=0.9 (score = 0.9 cos + 0.1 rank Spearman)
     "base_encoder": "",  # --baseE_model_name_or_path (a trained SimCSE); '' = the starting weights, frozen
-    # recipe values the training budget carries, not params: run_simcse_rank_encoder.sh --learning_rate 3e-5,
-    # batch 64, --max_seq_length 32, 1 epoch
+    # the recipe's learning rate (run_simcse_rank_encoder.sh --learning_rate 3e-5; batch 64, --max_seq_length 32,
+    # 1 epoch): the training loop takes lr from the budget, the family reads this key to plan a run at the recipe's lr
+    "lr": 3e-5,
 }
 
 

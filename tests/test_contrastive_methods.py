@@ -227,9 +227,17 @@ def test_each_core_objective_trains_through_the_loop(tiny_model, dev, name):
     assert res["objective_params"]["pooling"] == {"declutr": "mean", "consert": "last-two-avg"}[name]
 
 
-def test_budget_keys_are_checked(tiny_model, dev):
+def test_budget_keys_are_checked_and_zero_steps_returns_the_untrained_model(tiny_model, dev):
+    from plmclaims.errors import UserError
+
     with pytest.raises(KeyError, match="allowed"):
         train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "epochs": 1}, seed=0, device="cpu")
+    with pytest.raises(UserError, match="48 training sentences for a batch of 64"):
+        train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "batch_size": 64}, seed=0, device="cpu")
+    res = train.train("simcse", tiny_model, {}, corpus(), dev, {**BUDGET, "steps": 0}, seed=0, device="cpu", progress=False)
+    untrained = contrastive.get("simcse").Objective(tiny_model, {}, 0)
+    assert res["best_step"] == 0 and res["losses"] == []
+    assert res["best_spearman"] == pytest.approx(train.dev_spearman(untrained, dev, 64, BUDGET["max_length"]), abs=1e-6)
 
 
 def test_random_weights_twin_differs_and_saved_model_reloads(tiny_model, tmp_path):

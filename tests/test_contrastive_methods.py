@@ -91,6 +91,12 @@ def test_pooling_by_name_matches_hand_pooling(tiny_model):
     assert torch.allclose(base.pool(out, batch, "last-two-avg")[1], (hs[-1][1][m].mean(0) + hs[-2][1][m].mean(0)) / 2, atol=1e-6)
     assert torch.allclose(base.pool(out, batch, "first-last-avg")[1], (hs[-1][1][m].mean(0) + hs[1][1][m].mean(0)) / 2, atol=1e-6)
     assert torch.equal(base.pool(out, batch, "cls-before-pooler"), hs[-1][:, 0])
+    masked = obj.tokenize(["this means [MASK] .", "a [MASK] b [MASK] c"], 16)
+    mo = obj.encoder(**masked, output_hidden_states=True)
+    at = [(masked["input_ids"][i] == obj.tokenizer.mask_token_id).nonzero()[0, 0] for i in range(2)]  # the first [MASK]
+    assert torch.equal(base.pool(mo, masked, "mask", obj.tokenizer.mask_token_id), torch.stack([mo.hidden_states[-1][i, at[i]] for i in range(2)]))
+    with pytest.raises(ValueError, match="needs a .MASK. token"):
+        base.pool(out, batch, "mask", obj.tokenizer.mask_token_id)
     # embed: one forward pass per batch, the same vectors whatever the batching and order
     a = obj.embed(["a man plays .", "the cat sat on a mat today"], 1, 16)
     b = obj.embed(["the cat sat on a mat today", "a man plays ."], 2, 16)

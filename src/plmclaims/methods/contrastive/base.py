@@ -69,7 +69,7 @@ def pool(output, batch: dict, method: str, mask_token_id: int | None = None) -> 
         is_mask = batch["input_ids"] == mask_token_id
         if not bool(is_mask.any(1).all()):
             raise ValueError("pooling 'mask' needs a [MASK] token in every input (a template that kept its [MASK])")
-        return hs[-1][torch.arange(len(att)), is_mask.float().argmax(1)]
+        return hs[-1][torch.arange(len(att), device=att.device), is_mask.float().argmax(1)]
     raise UserError(f"pooling {method!r} unknown; allowed: {', '.join(POOLINGS)}")
 
 

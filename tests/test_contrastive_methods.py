@@ -261,16 +261,13 @@ def test_random_weights_twin_differs_and_saved_model_reloads(tiny_model, tmp_pat
 
 def test_corpus_sample_is_seeded_and_documents_are_whole_articles():
     from plmclaims.data import sentences
-    from plmclaims.models import microbert
 
     a, b = load_corpus({"max_sentences": 500, "seed": 1}), load_corpus({"max_sentences": 500, "seed": 1})
     c = load_corpus({"max_sentences": 500, "seed": 2})
     assert a.sentences == b.sentences and len(a.sentences) == 500 and a.sentences != c.sentences
     assert a.provenance["sha256"] == b.provenance["sha256"] != c.provenance["sha256"]
     assert a.documents and all(sum(len(s.split()) for s in d) >= 128 for d in a.documents)
-    # the articles flatten to exactly the micro-BERT's Wikipedia sentences: one reader for both
     path = sentences.wiki_path()
-    assert [s for art in sentences.wiki_articles(path) for s in art] == microbert._wiki_sentences(path)
     assert set(a.provenance["sources"]) == {"treebank:penn/train", str(path)}
     with pytest.raises(KeyError, match="allowed"):
         load_corpus({"max_sentence": 5})

@@ -5,8 +5,8 @@ Penn Treebank (``treebank``) plus the English Wikipedia extract in gensim's test
 documents, so the Wikipedia articles are also kept whole (a Treebank line has no document around it).
 
 The readers here are the ones ``plmclaims.models.microbert.build_corpus`` reads the same text with: the data layer
-sits below the models, so the readers live here and the pre-training corpus can import them (the test checks that
-both give the same sentences).
+sits below the models, so the readers live here and the pre-training corpus imports them (tests/test_microbert.py
+checks that the pre-training corpus keeps the hash its published runs recorded).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def ptb_sentences(text: str) -> list[str]:
     return [" ".join(line.replace("<unk>", "[UNK]").split()) for line in text.split("\n") if line.strip()]
 
 
-def _sha_text(text: str) -> str:
+def sha_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -88,7 +88,7 @@ def load_corpus(spec: dict | None = None) -> Corpus:
         ptb = ptb_sentences(treebank.penn["train"])
         sentences += ptb
         counts["ptb-train"] = len(ptb)
-        shas["treebank:penn/train"] = _sha_text(treebank.penn["train"])
+        shas["treebank:penn/train"] = sha_text(treebank.penn["train"])
     if "gensim-enwiki" in sources:
         path = wiki_path()
         articles = wiki_articles(path)
@@ -104,6 +104,6 @@ def load_corpus(spec: dict | None = None) -> Corpus:
         sentences = [sentences[i] for i in keep]
     provenance = {"spec": spec, "sources": shas, "sentences_per_source": counts, "sentences": len(sentences),
                   "documents": len(documents), "document_sentences": sum(len(d) for d in documents),
-                  "sha256": _sha_text("\n".join(sentences)),
-                  "documents_sha256": _sha_text("\n\n".join("\n".join(d) for d in documents))}
+                  "sha256": sha_text("\n".join(sentences)),
+                  "documents_sha256": sha_text("\n\n".join("\n".join(d) for d in documents))}
     return Corpus(sentences, documents, provenance)

@@ -9,7 +9,6 @@ resumes from its latest checkpoint.
 """
 from __future__ import annotations
 
-import bz2
 import json
 import math
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import sentences
 from ..errors import UserError
 from ..optim import linear_warmup_decay
 from ..provenance import atomic_write_json, sha256_file
@@ -25,27 +25,16 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def _wiki_sentences(path: Path) -> list[str]:
-    from gensim.corpora.wikicorpus import extract_pages, filter_wiki
-
-    out = []
-    with bz2.open(path) as f:
-        for _title, text, _pid in extract_pages(f):
-            clean = filter_wiki(text)
-            for para in clean.split("\n"):
-                para = re.sub(r"'{2,}|\[\[|\]\]|=+", " ", para).strip()
-                for sent in re.split(r"(?<=[.!?])\s+", para):
-                    if len(sent.split()) >= 5 and not sent.startswith(("|", "{", "*", "!")):
-                        out.append(" ".join(sent.split()))
-    return out
+    """The Wikipedia extract's sentences in file order (the contrastive objectives read the same articles whole)."""
+    return [s for article in sentences.wiki_articles(path) for s in article]
 
 
 def build_corpus(out_path: Path) -> dict:
     """Write the pre-training text, one sentence a line; return the sources with sha256."""
     import treebank
-    from gensim.test.utils import datapath
 
-    ptb = [" ".join(line.replace("<unk>", "[UNK]").split()) for line in treebank.penn["train"].split("\n") if line.strip()]
-    wiki_path = Path(datapath("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"))
+    ptb = sentences.ptb_sentences(treebank.penn["train"])
+    wiki_path = sentences.wiki_path()
     wiki = _wiki_sentences(wiki_path)
     lines = ptb + wiki
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,14 +42,8 @@ def build_corpus(out_path: Path) -> dict:
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(out_path)
     return {"sentences": {"ptb-train": len(ptb), "gensim-enwiki": len(wiki)},
-            "sources": {"treebank:penn/train": _sha_text(treebank.penn["train"]), str(wiki_path): sha256_file(wiki_path)},
+            "sources": {"treebank:penn/train": sentences.sha_text(treebank.penn["train"]), str(wiki_path): sha256_file(wiki_path)},
             "sha256": sha256_file(out_path)}
-
-
-def _sha_text(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def train_tokenizer(corpus: Path, vocab_size: int, out_dir: Path, max_length: int) -> None:

@@ -1,7 +1,16 @@
 """Contrastive sentence-embedding objectives (issue 10, CATALOG T8), one module each, all on one training loop (train.py).
 
-Each module defines NAME, INPUT ('sentences' or 'documents'), DEFAULTS (its recipe, cited) and `Objective`
-(a base.ContrastiveObjective); notes/contrastive-api.md is the contract.
+Each module defines:
+
+- NAME, the claim's `method`; INPUT, 'sentences' (a batch is a list of str) or 'documents' (DeCLUTR: a list of
+  documents, each a list of sentences);
+- DEFAULTS, its recipe with the source of every value (a claim or tier overrides only these keys);
+- `Objective(model_path, params, seed, random_weights=False)`, a base.ContrastiveObjective: `make_batch(examples,
+  rng, max_length)` collates and augments, `loss(batch)` is the training loss, `after_step()` updates what is not
+  trained by gradient (BSL's EMA target), `embed(sentences, batch_size, max_length)` gives the test-time vectors in
+  one forward pass per batch, `save(out_dir)` writes what `embed` needs.
+
+train.train runs every objective through the same loop, budget and STS-B dev checkpoint selection.
 """
 from __future__ import annotations
 

@@ -160,6 +160,8 @@ def test_promptbert_views_are_the_two_templates(tiny_model):
     assert decode(batch["view2"]) == '[CLS] this sentence : " a dog runs " means [MASK]. [SEP]'
     with pytest.raises(Exception, match=r"\[X\]"):
         promptbert.Objective(tiny_model, {"template": "no slot [MASK] ."}, seed=0)
+    with pytest.raises(Exception, match="pooling"):
+        promptbert.Objective(tiny_model, {"pooling": "mean"}, seed=0)
 
 
 # --- RankEncoder

@@ -17,7 +17,7 @@ import copy
 import numpy as np
 import torch
 
-from .base import ContrastiveObjective, masked_mean
+from .base import ContrastiveObjective, pool
 
 NAME = "bsl"
 INPUT = "sentences"
@@ -66,7 +66,9 @@ class Objective(ContrastiveObjective):
         return self.tokenize(examples, max_length)  # the views are two dropout passes of the same tokens
 
     def _vectors(self, model, batch: dict) -> torch.Tensor:
-        return masked_mean(model(**batch).last_hidden_state, batch["attention_mask"])
+        """The test-time pooling, for the online encoder and the target alike."""
+        method = self.params["pooling"]
+        return pool(model(**batch, output_hidden_states=method not in ("cls", "cls-before-pooler")), batch, method)
 
     def loss(self, batch: dict) -> torch.Tensor:
         batch = {k: v.to(self.device) for k, v in batch.items()}

@@ -71,6 +71,9 @@ class Objective(ContrastiveObjective):
 
     def __init__(self, model_path: str, params: dict | None, seed: int, random_weights: bool = False):
         super().__init__(model_path, params, seed, random_weights)
+        if self.params["pooling"] != "mask":
+            raise UserError(f"PromptBERT pools the template's [MASK] state; pooling {self.params['pooling']!r} is not "
+                            "its method: drop the 'pooling' param")
         self.templates = [Template(self.params["template"], self.tokenizer), Template(self.params["template2"], self.tokenizer)]
         hidden = self.encoder.config.hidden_size
         self.mlp = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.Tanh())  # models.py MLPLayer
@@ -80,7 +83,8 @@ class Objective(ContrastiveObjective):
         return [ids[:max_length] for ids in self.tokenizer(list(sentences), add_special_tokens=False)["input_ids"]]
 
     def tokenize(self, sentences: list[str], max_length: int, template: int = 0) -> dict:
-        if self.params["add_period_at_test"] and not self.training:
+        """Test-time inputs (training batches come from make_batch): the sentence in the template."""
+        if self.params["add_period_at_test"]:
             sentences = [s + "." if s and s[-1] not in ".?\"'" else s for s in sentences]
         return self.templates[template].wrap(self._tokens(sentences, max_length), self.tokenizer.pad_token_id)
 

@@ -158,11 +158,12 @@ class Objective(ContrastiveObjective):
         return loss + self.params["rank_weight"] * mse
 
     # --- test time
-    def similarity(self, a_vecs: np.ndarray, b_vecs: np.ndarray, batch_size: int = 256, max_length: int = 32) -> np.ndarray:
+    def similarity(self, a_vecs: np.ndarray, b_vecs: np.ndarray, batch_size: int = 256, max_length: int | None = None) -> np.ndarray:
         """RankEncoder's score of pairs (a_i, b_i) of `embed` vectors: cos_weight x cosine + (1 - cos_weight) x the
-        Spearman of their rank vectors over the reference corpus, embedded by this model. Not plain cosine."""
+        Spearman of their rank vectors over the reference corpus, embedded by this model (cut at the training length
+        unless `max_length` says otherwise). Not plain cosine."""
         if self._own_ref is None:
-            self._own_ref = self.embed(self._need_reference(), batch_size, max_length)
+            self._own_ref = self.embed(self._need_reference(), batch_size, max_length or self._max_length)
         w = self.params["cos_weight"]
         return w * _cosine(a_vecs, b_vecs) + (1 - w) * rank_similarity(a_vecs, b_vecs, self._own_ref)
 

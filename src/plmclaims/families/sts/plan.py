@@ -8,7 +8,7 @@ from ...data.sts import SOURCE_OF_EVALUATOR  # evaluator -> the tier's data sour
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
 from ...tiers import instances, random_twins
 
-POSTPROCESS = {"whitening"}
+POSTPROCESS = {"whitening", "flow"}  # flow: BERT-flow (methods/flow.py), its settings from the tier's postprocess.flow
 
 
 def encode_run(tier: dict, evaluator: str, instance: str, form: str) -> Run:
@@ -22,6 +22,8 @@ def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str,
     """Cosine scores of one (instance, text form, pooling, post-processing) on every STS benchmark."""
     asset = instance.partition(".")[0]
     view = merge(pick(tier, f"data.{SOURCE_OF_EVALUATOR[evaluator]}", "data.max_pairs"), asset_view(tier, instance))
+    if post.startswith("flow"):  # the flow's architecture and training budget are part of the run's key
+        view = merge(view, pick(tier, "postprocess.flow"))
     fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "post": post}
     up = () if tier["assets"][asset]["kind"] == "lexical" else (encode_run(tier, evaluator, instance, form),)
     return make_run("score", fields, view, up)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from ... import encoders, plan, runs
 from ...data import seeded_subset, sts
 from ...errors import UserError
 from ...evaluation import senteval
-from ...methods import lexical, whitening
+from ...methods import flow, lexical, whitening
 from ...provenance import Run, atomic_save_npz, atomic_write_json
 from ...stats import degenerate as degenerate_reason, document_index
 from ...tiers import Instance
@@ -88,16 +89,23 @@ def sentence_vectors(vecs: dict[str, np.ndarray], method: str) -> np.ndarray:
     return vecs["static"] if method == "static-average" else encoders.pool(vecs, method)
 
 
-def _postprocess(x: np.ndarray, post: str) -> tuple[np.ndarray, dict]:
-    """Whitening fitted on the benchmark's own sentence vectors ('target'); the only fit the plan lets through."""
+def _postprocess(x: np.ndarray, post: str, tier: dict, seed: int) -> tuple[np.ndarray, dict]:
+    """Whitening or BERT-flow fitted on the benchmark's own sentence vectors ('target'), the only fit the plan lets
+    through; the flow's settings are the tier's postprocess.flow over flow.DEFAULTS, seeded with the instance's seed."""
     if post == "none":
         return x, {}
     name, _, rest = post.partition("-")
     fit_on, _, k = rest.partition("-k")
-    if name != "whitening" or fit_on != "target":
-        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-target[-k<dim>]")
-    mu, w = whitening.fit(x, int(k) if k else None)
-    return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(x))}
+    if name not in ("whitening", "flow") or fit_on != "target" or (k and name == "flow"):
+        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-target[-k<dim>], flow-target")
+    if name == "whitening":
+        mu, w = whitening.fit(x, int(k) if k else None)
+        return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(x))}
+    settings = {**flow.DEFAULTS, **tier.get("postprocess", {}).get("flow", {})}
+    start = time.perf_counter()
+    fitted = flow.fit(x, seed=seed, **settings)
+    return fitted.forward(x), {"fit_on": fit_on, "fit_sentences": int(len(x)), "flow_steps": fitted.steps,
+                               "flow_nll_per_dim": fitted.mean_nll, "train_wall_s": round(time.perf_counter() - start, 2)}
 
 
 def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path | None, out: Path) -> None:
@@ -115,7 +123,7 @@ def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path |
                 continue
             sents = sentence_lists[d.name]
             x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
-            x, extras[d.name] = _postprocess(x, run_spec.post)
+            x, extras[d.name] = _postprocess(x, run_spec.post, tier, inst.seed or 0)
             preds[d.name] = senteval.pair_predictions(d, x, sents)
             mteb_inputs.append((d, x, sents))
         values = record_scores(run, datasets, preds, out, extras)

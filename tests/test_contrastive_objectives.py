@@ -230,7 +230,7 @@ def dev(data_root):
                                subsets=full.subsets[:60])
 
 
-@pytest.mark.parametrize("name", ["bsl", "diffcse", "promptbert"])
+@pytest.mark.parametrize("name", ["bsl", "diffcse", "promptbert", "rankencoder"])
 def test_each_objective_trains_through_the_shared_loop_deterministically(tiny_model, dev, name):
     budget = {"steps": 2, "batch_size": 4, "max_length": 16, "lr": 1e-3, "eval_every": 1}
     params = {"predictor_hidden_mult": 2} if name == "bsl" else {}
@@ -238,4 +238,5 @@ def test_each_objective_trains_through_the_shared_loop_deterministically(tiny_mo
                         progress=False) for _ in range(2)]
     assert len(runs[0]["losses"]) == 2 and all(np.isfinite(runs[0]["losses"])) and runs[0]["best_step"] in (1, 2)
     assert runs[0]["losses"] == runs[1]["losses"] and runs[0]["history"] == runs[1]["history"]  # same seed, same run
-    assert runs[0]["objective_params"]["pooling"] == {"bsl": "mean", "diffcse": "cls-before-pooler", "promptbert": "mask"}[name]
+    assert runs[0]["objective_params"]["pooling"] == {"bsl": "mean", "diffcse": "cls-before-pooler", "promptbert": "mask",
+                                                        "rankencoder": "cls-before-pooler"}[name]

@@ -148,6 +148,10 @@ class ContrastiveObjective(torch.nn.Module):
     def loss(self, batch: dict) -> torch.Tensor:
         raise NotImplementedError
 
+    def prepare(self, corpus) -> None:
+        """Called once with the training corpus before the first step (RankEncoder's reference sentences); nothing by
+        default."""
+
     def after_step(self) -> None:
         """Called after each optimiser step (BSL's EMA target update); nothing by default."""
 

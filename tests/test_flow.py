@@ -111,5 +111,77 @@ def test_flow_settings_are_in_the_key_and_only_in_flow_runs():
 
 
 def test_unknown_post_processing_is_one_clear_error():
-    with pytest.raises(Exception, match="allowed values: none, whitening-target"):
-        sts_runs._postprocess(np.zeros((4, 2)), "flow-target-k2", {}, 0)
+    with pytest.raises(Exception, match="allowed values: none, whitening-<corpus>"):
+        sts_runs._fit_post("flow-target-k2", {}, 0, np.zeros((4, 2)))
+
+
+def _local_all_nli(folder: Path, n: int = 120) -> Path:
+    """A local copy laid out like sentence-transformers/all-nli (subset 'pair', split 'train'), loaded by the same
+    datasets call as the hub repository."""
+    import datasets
+
+    (folder / "pair").mkdir(parents=True)
+    anchors = [f"a person number {i} is walking a dog in the park" for i in range(n)]
+    positives = [f"someone walks dog {i} outside" if i % 3 else anchors[0] for i in range(n)]  # duplicates collapse
+    datasets.Dataset.from_dict({"anchor": anchors, "positive": positives}).to_parquet(
+        str(folder / "pair" / "train-00000-of-00001.parquet"))
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: pair\n  data_files:\n  - split: train\n"
+                                      "    path: pair/train-*\n---\n")
+    return folder
+
+
+def test_whitening_and_flow_fitted_on_a_hub_corpus(tmp_path, data_root):
+    """The paper tier's 'nli' fit: one fitencode run per model over the corpus's sentences, its vectors pooled like
+    the benchmark's, the fit done once and applied to every benchmark."""
+    tier = load_tier("micro")
+    tier["data"]["max_pairs"] = 40
+    tier["postprocess"]["flow"] = {"levels": 1, "depth": 1, "width": 8, "epochs": 1, "batch_size": 64}
+    tier["fit_corpora"]["nli"] = {"use": "hub", "id": str(_local_all_nli(tmp_path / "all-nli")), "subset": "pair",
+                                  "split": "train", "columns": ["anchor", "positive"], "max_sentences": 150}
+    results, resources = tmp_path / "results", str(tmp_path / "resources")
+    runs = {post: score_run(tier, "senteval", "all-minilm-l6-v2", "tokenised", "mean", post)
+            for post in ("whitening-nli", "flow-nli", "whitening-target")}
+    fit_run = [u for u in runs["whitening-nli"].upstream if u.kind == "fitencode"]
+    assert len(fit_run) == 1 and [u.kind for u in runs["whitening-target"].upstream] == ["encode"]
+    assert fit_run[0].key == [u for u in runs["flow-nli"].upstream if u.kind == "fitencode"][0].key  # one pass, shared
+    encode = runs["whitening-nli"].upstream[0]
+    spec, view = P.run_from_json(encode.to_json(tier))
+    sts_runs.encode(view, spec.instance, spec.evaluator, spec.form, str(data_root), resources, Path(encode.path(str(results))))
+    spec, view = P.run_from_json(fit_run[0].to_json(tier))
+    sts_runs.fit_encode(view, spec.instance, spec.corpus, str(data_root), resources, Path(fit_run[0].path(str(results))))
+    fit_metrics = json.loads(Path(fit_run[0].path(str(results))).with_name("metrics.json").read_text())
+    assert fit_metrics["values"]["sentences"] == 150  # a seeded sample of max_sentences
+    everything, _ = sts_runs.load_fit_sentences({**tier["fit_corpora"]["nli"], "max_sentences": None})
+    assert len(everything) == 120 + 80  # unique sentences: the 40 positives that repeat anchor 0 are not added
+    preds = {}
+    for post, run in runs.items():
+        spec, view = P.run_from_json(run.to_json(tier))
+        fit = Path(fit_run[0].path(str(results))) if post.endswith("nli") else None
+        sts_runs.score(view, spec, str(data_root), Path(encode.path(str(results))), Path(run.path(str(results))), fit)
+        metrics, npz = verdicts._load_run(run, str(results))
+        sts12 = metrics["values"]["benchmarks"]["STS12"]
+        assert sts12["fit_on"] == post.split("-")[1]
+        # NLI: the corpus's 150 sentences; target: STS12's own (at most 2 x 40 pairs, repeated sentences once)
+        assert sts12["fit_sentences"] == 150 if post.endswith("nli") else 40 < sts12["fit_sentences"] <= 80
+        preds[post] = npz["STS12::pred"]
+    assert not np.allclose(preds["whitening-nli"], preds["whitening-target"])
+    spec, view = P.run_from_json(runs["whitening-nli"].to_json(tier))
+    with pytest.raises(Exception, match="--fit-vectors"):
+        sts_runs.score(view, spec, str(data_root), Path(encode.path(str(results))), tmp_path / "x" / "metrics.json")
+
+
+def test_tiny_fits_on_glue_train_sentences(data_root, repo):
+    """Tiny stands RTE's train sentences in for NLI (offline), so its workflow runs the fit-corpus encode rule."""
+    from plmclaims.claims import load_claims
+    from plmclaims.families.sts import plan as sts_plan
+
+    tier = load_tier("tiny")
+    sentences, files = sts_runs.load_fit_sentences(tier["fit_corpora"]["nli"], tier, str(data_root))
+    assert len(sentences) == len(set(sentences)) == 200 and any(f.endswith("RTE/train.tsv") for f in files)
+    plans = {p.claim.id: p for p in P.plan_all(load_claims(repo / "replications"), tier)}
+    for claim, name in (("sts/whitening-improves-bert", "bert_whitening"), ("sts/flow-improves-bert", "bert_flow")):
+        runs = plans[claim].measurements[name].runs
+        assert runs and all(r.post.endswith("-nli") for r in runs)
+        fit = [u for r in runs for u in r.upstream if u.kind == "fitencode"]
+        assert len(fit) == len(runs) and all(u.corpus == "nli" for u in fit)
+        assert sts_plan.data_files(fit[0], tier, str(data_root))[0].endswith("RTE/train.tsv")

@@ -40,7 +40,7 @@ BYTES_PER_PARAM = 4  # a float32 checkpoint file
 KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16)}
 
 GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
-             "attention-maps", "transfer"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
+             "attention-maps", "transfer", "fitencode", "contrastive"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
 # sentences per padded batch where the rule fixes it in code: compress-glue's dev pass (training._batches at 64),
 # attention-maps (families/intrinsic/runs.py BATCH); cka's token states (an assumption: an encode-sized batch)
 DEV_BATCH, ATTENTION_BATCH = 64, 32
@@ -190,6 +190,16 @@ def run_cost(run: Run, table: dict) -> RunCost:
         cost.examples = cost.steps * batch
         train_tokens, full = cost.examples * seq, False
         infer_tokens = int(b.get("test_examples", 0)) * seq
+    elif run.kind == "contrastive":
+        # two views of every batch sentence (two forward+backward passes: dropout views, templates, spans), then
+        # STS-B dev (1500 pairs) at every evaluation and the STS test sets once, without gradients
+        c = tier["contrastive"]
+        b = {**c["budget"], **({"steps": 0} if run.params.get("released") else {})}
+        cost.steps, batch, seq = int(b["steps"]), int(b["batch_size"]), int(b["max_length"])
+        cost.examples = cost.steps * batch
+        train_tokens = 2 * cost.examples * min(seq, STS_TOKENS * 2)
+        evals = cost.steps // int(b["eval_every"]) + 2
+        infer_tokens = (evals * 2 * 1500 + 2 * STS_PAIRS) * STS_TOKENS
     elif run.kind == "pretrain":
         t = spec["train"]
         cost.steps, cost.examples = int(t["steps"]), int(t["steps"]) * int(t["batch_size"])
@@ -211,6 +221,11 @@ def run_cost(run: Run, table: dict) -> RunCost:
             pairs = tier["compression"].get("importance_pairs") or GLUE_TRAIN["STS-B"]
             # one forward+backward pass to the head gates for importance, no weight gradients: 4x, as compress-glue
             train_tokens, full = 2 * pairs * STS_TOKENS, False
+    elif run.kind == "fitencode":  # one forward pass over the fit corpus (the NLI sentences whitening and flow fit on)
+        corpus = next(iter(tier.get("fit_corpora", {}).values()), {})
+        infer_tokens = int(corpus.get("max_sentences") or 100_000) * STS_TOKENS
+        enc = tier.get("encode", {})
+        batch, seq = int(enc.get("batch_size", 64)), int(enc.get("max_length", 128))
     elif run.kind == "probe-encode":
         p = tier.get("probing", {})
         n = min(p.get("train_sentences") or math.inf, UD_SENTENCES["train"])

@@ -18,6 +18,22 @@ def encode_run(tier: dict, evaluator: str, instance: str, form: str) -> Run:
     return make_run("encode", {"evaluator": evaluator, "instance": instance, "form": form}, view, (model,) if model else ())
 
 
+def fit_encode_run(tier: dict, instance: str, corpus: str) -> Run:
+    """One forward pass of `instance` over a fit corpus's sentences (NLI from the hub; a local GLUE task's train
+    sentences at tiny), which post-processings are fitted on."""
+    glue = ("data.glue",) if tier["fit_corpora"][corpus]["use"] == "glue" else ()
+    view = merge(pick(tier, f"fit_corpora.{corpus}", "encode", *glue), asset_view(tier, instance))
+    model = model_run(tier, instance)
+    return make_run("fitencode", {"instance": instance, "corpus": corpus}, view, (model,) if model else ())
+
+
+def hub_corpus(tier: dict, post: str) -> str | None:
+    """The fit corpus with its own encode run that a post-processing key ('<name>-<corpus>[-k<dim>]') is fitted on;
+    None: no post-processing, or fitted on the target sentences."""
+    corpus = post.partition("-")[2].partition("-k")[0]
+    return corpus if tier.get("fit_corpora", {}).get(corpus, {}).get("use") in ("hub", "glue") else None
+
+
 def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str, post: str = "none") -> Run:
     """Cosine scores of one (instance, text form, pooling, post-processing) on every STS benchmark."""
     asset = instance.partition(".")[0]
@@ -26,21 +42,23 @@ def score_run(tier: dict, evaluator: str, instance: str, form: str, method: str,
         view = merge(view, pick(tier, "postprocess.flow"))
     fields = {"evaluator": evaluator, "instance": instance, "form": form, "method": method, "post": post}
     up = () if tier["assets"][asset]["kind"] == "lexical" else (encode_run(tier, evaluator, instance, form),)
+    if (corpus := hub_corpus(tier, post)) is not None:  # fitted on another corpus's vectors of the same model
+        up += (fit_encode_run(tier, instance, corpus),)
     return make_run("score", fields, view, up)
 
 
 def _post_key(m: Measurement, tier: dict) -> str | None:
-    """The score run's post-processing key; None: not available at this tier, 'unsupported': not built."""
+    """The score run's post-processing key: '<name>-target' or '<name>-<hub corpus>' (plus '-k<dim>'); None: the
+    tier has no such fit corpus."""
     if not m.postprocess:
         return "none"
     fit_on = m.postprocess.get("fit_on", "target")
     corpus = tier.get("fit_corpora", {}).get(fit_on)
     if corpus is None:
         return None
-    if corpus["use"] != "target":
-        return "unsupported"
     k = f"-k{m.postprocess['k']}" if m.postprocess.get("k") else ""
-    return f"{m.postprocess['name']}-target{k}"
+    # a tier may stand the target sentences in for a corpus it lacks offline (micro: 'nli' -> target)
+    return f"{m.postprocess['name']}-{'target' if corpus['use'] == 'target' else fit_on}{k}"
 
 
 def evaluator_and_form(claim: Claim) -> tuple[str, str]:
@@ -55,8 +73,6 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     post = _post_key(m, tier)
     if post is None:
         return pm.not_run(f"tier {tier['name']} has no fit corpus '{m.postprocess.get('fit_on')}'")
-    if post == "unsupported":
-        return pm.not_run(f"fitting {m.postprocess['name']} on a hub corpus ('{m.postprocess.get('fit_on')}') is not implemented yet")
     asset = role["asset"]
     evaluator, form = evaluator_and_form(claim)
     pm.runs = [score_run(tier, evaluator, inst.name, form, m.method, post) for inst in instances(tier, asset)]
@@ -77,4 +93,7 @@ def controls(claim: Claim, tier: dict) -> dict[str, Run]:
 
 
 def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    if run.kind == "fitencode":  # a hub corpus is prefetched and checked against its manifest: no local files
+        spec = tier["fit_corpora"][run.corpus]
+        return verify.glue_files(tier, spec["task"], data_root, ("train",)) if spec["use"] == "glue" else []
     return verify.sts_files(tier, run.evaluator, run.form, data_root)

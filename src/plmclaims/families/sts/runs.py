@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import encoders, plan, runs
-from ...data import seeded_subset, sts
+from ...data import glue, seeded_subset, sts
 from ...errors import UserError
 from ...evaluation import senteval
 from ...methods import flow, lexical, whitening
@@ -78,6 +78,64 @@ def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str 
         atomic_save_npz(out, **arrays)
 
 
+def load_fit_sentences(spec: dict, tier: dict | None = None, data_root: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The unique sentences of a fit corpus, column after column in file order, then a seeded sample of
+    max_sentences; and the files read. A tier fit_corpora entry: `use: hub` (id, revision, subset, split, columns)
+    or `use: glue` (task: a local GLUE pair task's train sentences, text_a then text_b)."""
+    import datasets
+
+    from ... import hub
+
+    if spec["use"] == "glue":
+        data = glue.load_local(glue.local_root(tier["data"]["glue"], data_root), spec["task"], "train")
+        sentences = list(dict.fromkeys(s for col in (data.text_a, data.text_b or []) for s in col if s.strip()))
+        keep = seeded_subset(len(sentences), spec.get("max_sentences"), 0)
+        return (sentences if keep is None else [sentences[i] for i in keep]), data.files
+
+    local = hub.resolve(spec["id"], "dataset", revision=spec.get("revision"))
+    repo, revision = (local, None) if local != spec["id"] else (spec["id"], spec.get("revision"))
+    try:
+        ds = datasets.load_dataset(repo, spec.get("subset"), split=spec.get("split", "train"), revision=revision)
+    except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the corpus
+        raise UserError(f"fit corpus {spec['id']!r} (revision {spec.get('revision')}): could not load it through "
+                        f"datasets: {type(err).__name__}: {str(err)[:200]}; prefetch it: {hub.prefetch_command()}") from None
+    columns = spec.get("columns") or []
+    missing = [c for c in columns if c not in ds.column_names]
+    if not columns or missing:
+        raise UserError(f"fit corpus {spec['id']!r}: field 'columns' must name text columns of {ds.column_names}; "
+                        f"got {columns}")
+    sentences = list(dict.fromkeys(s for c in columns for s in ds[c] if isinstance(s, str) and s.strip()))
+    keep = seeded_subset(len(sentences), spec.get("max_sentences"), 0)
+    if keep is not None:
+        sentences = [sentences[i] for i in keep]
+    files = {f"{spec['id']}@{spec.get('revision')}:{Path(f['filename']).name}": "" for f in ds.cache_files}
+    return sentences, files
+
+
+def fit_encode(tier: dict, instance: str, corpus: str, data_root: str | None, resources: str, out: Path,
+               threads: int | None = None) -> None:
+    """One forward pass of the model over a fit corpus's sentences; writes vectors.npz (the layers poolings need)."""
+    import torch
+
+    inst = Instance.parse(instance, tier)
+    enc = tier.get("encode", {})
+    if threads:
+        torch.set_num_threads(threads)
+    spec = tier["fit_corpora"][corpus]
+    config = {"instance": instance, "corpus": corpus, "fit_corpus": spec, "encode": enc, "tier": tier["name"],
+              "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance)}
+    with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:
+        sentences, files = load_fit_sentences(spec, tier, data_root)
+        model, tok, path = runs.load_encoder(tier, inst, resources)
+        max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
+        log.info("encode %s on fit corpus %s: %d sentences", instance, corpus, len(sentences))
+        vecs = encoders.encode_layers(model, tok, sentences, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+        run.data_files.update(files)
+        run.values = {"model": path, "fit_corpus": spec.get("id") or f"GLUE {spec.get('task')} train",
+                      "sentences": len(sentences), "max_length": max_len}
+        atomic_save_npz(out, **vecs)
+
+
 def _vectors_for(npz, name: str) -> dict[str, np.ndarray]:
     prefix = f"{name}::"
     return {k[len(prefix):]: npz[k] for k in npz.files if k.startswith(prefix)}
@@ -89,27 +147,30 @@ def sentence_vectors(vecs: dict[str, np.ndarray], method: str) -> np.ndarray:
     return vecs["static"] if method == "static-average" else encoders.pool(vecs, method)
 
 
-def _postprocess(x: np.ndarray, post: str, tier: dict, seed: int) -> tuple[np.ndarray, dict]:
-    """Whitening or BERT-flow fitted on the benchmark's own sentence vectors ('target'), the only fit the plan lets
-    through; the flow's settings are the tier's postprocess.flow over flow.DEFAULTS, seeded with the instance's seed."""
-    if post == "none":
-        return x, {}
+def _fit_post(post: str, tier: dict, seed: int, fit: np.ndarray) -> tuple:
+    """Whitening or BERT-flow fitted on `fit` (a benchmark's own sentence vectors for '<name>-target', else a hub
+    corpus's vectors of the same model and pooling): (the map to apply, what to record). The flow's settings are the
+    tier's postprocess.flow over flow.DEFAULTS, seeded with the instance's seed."""
     name, _, rest = post.partition("-")
     fit_on, _, k = rest.partition("-k")
-    if name not in ("whitening", "flow") or fit_on != "target" or (k and name == "flow"):
-        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-target[-k<dim>], flow-target")
+    if name not in ("whitening", "flow") or not fit_on or (k and name == "flow"):
+        raise UserError(f"post-processing {post!r} unknown; allowed values: none, whitening-<corpus>[-k<dim>], "
+                        "flow-<corpus>, with <corpus> 'target' or a hub fit corpus of the tier")
+    info = {"fit_on": fit_on, "fit_sentences": int(len(fit))}
     if name == "whitening":
-        mu, w = whitening.fit(x, int(k) if k else None)
-        return whitening.apply(x, mu, w), {"fit_on": fit_on, "fit_sentences": int(len(x))}
+        mu, w = whitening.fit(fit, int(k) if k else None)
+        return (lambda x: whitening.apply(x, mu, w)), info
     settings = {**flow.DEFAULTS, **tier.get("postprocess", {}).get("flow", {})}
     start = time.perf_counter()
-    fitted = flow.fit(x, seed=seed, **settings)
-    return fitted.forward(x), {"fit_on": fit_on, "fit_sentences": int(len(x)), "flow_steps": fitted.steps,
-                               "flow_nll_per_dim": fitted.mean_nll, "train_wall_s": round(time.perf_counter() - start, 2)}
+    fitted = flow.fit(fit, seed=seed, **settings)
+    return fitted.forward, {**info, "flow_steps": fitted.steps, "flow_nll_per_dim": fitted.mean_nll,
+                            "train_wall_s": round(time.perf_counter() - start, 2)}
 
 
-def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path | None, out: Path) -> None:
-    """Cosine per pair for one (instance, form, method, post) on every benchmark; writes metrics.json + predictions.npz."""
+def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path | None, out: Path,
+          fit_vectors: Path | None = None) -> None:
+    """Cosine per pair for one (instance, form, method, post) on every benchmark; writes metrics.json + predictions.npz.
+    With `fit_vectors` (a fitencode run's vectors.npz) the post-processing is fitted once on those, pooled the same way."""
     datasets = load_benchmarks(tier, run_spec.evaluator, run_spec.form, data_root)
     config = {"run": run_spec.__dict__, "tier": tier["name"]}
     inst = Instance.parse(run_spec.instance, tier)
@@ -117,13 +178,23 @@ def score(tier: dict, run_spec: plan.Run, data_root: str | None, vectors: Path |
         npz = np.load(vectors) if vectors is not None else None
         sentence_lists = json.loads(vectors.with_name("sentences.json").read_text()) if vectors is not None else {}
         mteb_inputs, preds, extras = [], {}, {}
+        post = None  # a hub-corpus fit is the same for every benchmark: fitted once, here
+        if run_spec.post != "none" and not run_spec.post.partition("-")[2].startswith("target"):
+            if fit_vectors is None:
+                raise UserError(f"post-processing {run_spec.post!r} is fitted on a hub corpus: pass its fitencode run's "
+                                "vectors.npz with --fit-vectors (the workflow does)")
+            with np.load(fit_vectors) as fz:
+                fit = sentence_vectors({k: fz[k] for k in fz.files}, run_spec.method)
+            post = _fit_post(run_spec.post, tier, inst.seed or 0, fit)
         for d in datasets:
             if run_spec.method in ("bow-cosine", "tfidf-cosine"):
                 preds[d.name] = lexical.cosine_scores(d.sentence1, d.sentence2, run_spec.method.split("-")[0])
                 continue
             sents = sentence_lists[d.name]
             x = sentence_vectors(_vectors_for(npz, d.name), run_spec.method)
-            x, extras[d.name] = _postprocess(x, run_spec.post, tier, inst.seed or 0)
+            if run_spec.post != "none":
+                apply, extras[d.name] = post or _fit_post(run_spec.post, tier, inst.seed or 0, x)
+                x = apply(x)
             preds[d.name] = senteval.pair_predictions(d, x, sents)
             mteb_inputs.append((d, x, sents))
         values = record_scores(run, datasets, preds, out, extras)

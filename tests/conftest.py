@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 
+# The tests run tiny models, for which torch's second intra-op thread costs more than it gives, and far more on a
+# loaded machine (tests/test_contrastive_objectives.py at load 11-13: 12.5 s with one thread, 49-108 s with two, run
+# alternately): one thread unless the caller sets OMP_NUM_THREADS. Set before anything imports torch; the workflow's
+# jobs still set their own thread count (--threads).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("PLMCLAIMS_DATA_ROOT", REPO.parent / "shared" / "data")).resolve()
 

@@ -21,6 +21,12 @@ BERT = {"model_type": "bert", "type_vocab_size": 2, "max_position_embeddings": 5
 T5 = {"model_type": "t5", "d_kv": 64, "relative_attention_num_buckets": 32, "feed_forward_proj": "relu",
       "n_positions": 512, "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0, "vocab_size": 32128}
 
+BERT_BASE_UNCASED = {**BERT, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                     "vocab_size": 30522}
+ROBERTA_BASE = {"model_type": "roberta", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                "intermediate_size": 3072, "vocab_size": 50265, "max_position_embeddings": 514, "type_vocab_size": 1,
+                "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}
+
 
 @dataclass(frozen=True)
 class Published:
@@ -57,6 +63,12 @@ PUBLISHED = {
     "openai-community/gpt2-medium": Published("GPT2LMHeadModel", {"model_type": "gpt2", "n_embd": 1024, "n_layer": 24, "n_head": 16,
                                               "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
                                               "bos_token_id": 50256, "eos_token_id": 50256}, "gpt2-bpe", 50257),
+    # the contrastive family's released checkpoints: their base model's published configuration (the class their
+    # weights were saved from is not checked offline: AutoModel loads either prefix)
+    "princeton-nlp/unsup-simcse-roberta-base": Published("RobertaModel", ROBERTA_BASE, "roberta-bpe", 50265),
+    "johngiorgi/declutr-base": Published("RobertaModel", ROBERTA_BASE, "roberta-bpe", 50265),
+    "voidism/diffcse-bert-base-uncased-sts": Published("BertModel", BERT_BASE_UNCASED, "wordpiece", 30522),
+    "royokong/unsup-PromptBERT": Published("BertModel", BERT_BASE_UNCASED, "wordpiece", 30522),
     # not named by paper.yaml today; written out so that a family taking one of these common encoders rehearses at once
     "google-bert/bert-base-cased": Published("BertForMaskedLM", {**BERT, "hidden_size": 768, "num_hidden_layers": 12,
                                              "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 28996}, "wordpiece-cased", 28996),
@@ -215,11 +227,59 @@ def build_sts_dataset(repo_id: str, folder: Path, data_root: Path) -> dict:
     return {"pairs": len(data.scores), "from": f"{data_root}/senteval"}
 
 
+# Hub datasets the stand-ins rebuild in the release's layout at its pinned commit: repo id -> {config: (columns,
+# label names or None, {split: rows})}. The text is the offline text's sentences and the labels are seeded, so a
+# rehearsal runs the real loader on the real layout; sizes are a few hundred rows (the budgets read fewer).
+GLUE_HUB = {  # nyu-mll/glue at glue.HUB_REVISION: <config>/<split>-00000-of-00001.parquet; test labels are -1
+    "mnli": (("premise", "hypothesis"), ("entailment", "neutral", "contradiction"),
+             {"train": 2000, "validation_matched": 400, "validation_mismatched": 400, "test_matched": 100,
+              "test_mismatched": 100}),
+    "qqp": (("question1", "question2"), ("not_duplicate", "duplicate"), {"train": 2000, "validation": 400, "test": 100}),
+}
+ALL_NLI = {  # sentence-transformers/all-nli: <subset>/<split>-00000-of-00001.parquet, no label column in these two
+    "pair": (("anchor", "positive"), None, {"train": 2000, "dev": 200, "test": 200}),
+    "triplet": (("anchor", "positive", "negative"), None, {"train": 2000, "dev": 200, "test": 200}),
+}
+PAIR_DATASETS = {"nyu-mll/glue": GLUE_HUB, "sentence-transformers/all-nli": ALL_NLI}
+
+
+def build_pair_dataset(repo_id: str, folder: Path, lines: list[str], seed: int = 0) -> dict:
+    """A hub dataset of sentence pairs in its release's layout (PAIR_DATASETS): one parquet file per config and split
+    with the release's columns and label names (ClassLabel, declared in the README's dataset_info as on the hub),
+    texts drawn from the offline text and seeded labels."""
+    import datasets
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pool = [x for x in lines if len(x.split()) >= 3]
+    configs, info, rows = [], [], {}
+    for config, (columns, names, splits) in PAIR_DATASETS[repo_id].items():
+        features = {c: datasets.Value("string") for c in columns}
+        if names:
+            features |= {"label": datasets.ClassLabel(names=list(names)), "idx": datasets.Value("int32")}
+        features = datasets.Features(features)
+        for split, n in splits.items():
+            data = {c: [pool[i] for i in rng.integers(0, len(pool), n)] for c in columns}
+            if names:
+                data["label"] = [-1] * n if split.startswith("test") else rng.integers(0, len(names), n).tolist()
+                data["idx"] = list(range(n))
+            (folder / config).mkdir(parents=True, exist_ok=True)
+            datasets.Dataset.from_dict(data, features=features).to_parquet(str(folder / config / f"{split}-00000-of-00001.parquet"))
+            rows[f"{config}/{split}"] = n
+        configs.append({"config_name": config, "data_files": [{"split": s, "path": f"{config}/{s}-*"} for s in splits]})
+        info.append({"config_name": config, "features": features._to_yaml_list()})
+    import yaml
+
+    (folder / "README.md").write_text("---\n" + yaml.safe_dump({"configs": configs, "dataset_info": info}, sort_keys=False)
+                                      + f"---\n# Stand-in for {repo_id}: offline text, seeded labels (plmclaims.standins)\n")
+    return {"rows": rows, "from": "offline text (plmclaims.standins.offline_text), seeded labels"}
+
+
 def unsupported(assets) -> list[str]:
     """One line per hub asset that has no stand-in (no published configuration written here)."""
     from .data import sts
 
-    known_data = {rid for rid, _ in sts.HUB_IDS.values()}
+    known_data = {rid for rid, _ in sts.HUB_IDS.values()} | set(PAIR_DATASETS)
     return [f"{a.repo_type} {a.repo_id} ({a.why}): no stand-in; add its published configuration to plmclaims.standins."
             f"{'PUBLISHED' if a.repo_type == 'model' else 'build_*'}"
             for a in assets if (a.repo_type == "model" and a.repo_id not in PUBLISHED and a.repo_id not in STATIC)
@@ -247,10 +307,11 @@ def build(assets, out: Path, data_root: Path, shapes: str = "real", head_size: i
             continue
         shutil.rmtree(folder, ignore_errors=True)
         log(f"stand-in {a.repo_type} {a.repo_id} ({a.why})")
+        lines = lines if lines is not None else offline_text(data_root)[::3]  # a third: enough for every published vocabulary, in a third of the time
         if a.repo_type == "dataset":
-            info = build_sts_dataset(a.repo_id, folder, data_root)
+            info = (build_pair_dataset(a.repo_id, folder, lines) if a.repo_id in PAIR_DATASETS else
+                    build_sts_dataset(a.repo_id, folder, data_root))
         else:
-            lines = lines if lines is not None else offline_text(data_root)[::3]  # a third: enough for every published vocabulary, in a third of the time
             if a.repo_id in STATIC:
                 info = build_static(folder, STATIC[a.repo_id], lines)
             else:

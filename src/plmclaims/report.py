@@ -278,6 +278,43 @@ def curves_plot(verdicts: list[dict], out: Path) -> None:
     _save(fig, out)
 
 
+def training_plot(verdicts: list[dict], out: Path) -> None:
+    """STS-B dev Spearman over training steps of the contrastive runs the verdicts read: one colour per objective (its
+    seeds as thin lines), the same training from random weights dashed. Read from each run's metrics.json history."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = sorted({p for v in verdicts if v.get("protocol", {}).get("family") == "contrastive"
+                    for p in v.get("runs", []) if "/runs/contrastive/" in p and Path(p).exists()})
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours: dict[str, str] = {}
+    for p in paths:
+        values = json.loads(Path(p).read_text())["values"]
+        history = values.get("history") or []
+        if len(history) < 2:  # a released checkpoint evaluated without training: no curve
+            continue
+        method = p.split("/runs/contrastive/")[1].split("/")[1]
+        colour = colours.setdefault(method, f"C{len(colours) % 10}")
+        random = bool(values.get("random_weights"))
+        ax.plot([h["step"] for h in history], [100 * h["stsb_dev_spearman"] for h in history], "--" if random else "-",
+                color=colour, lw=1, alpha=0.8)
+    for method, colour in colours.items():
+        ax.plot([], [], "-", color=colour, label=method)
+    if colours:
+        ax.plot([], [], "--", color="0.4", label="from random weights")
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        ax.text(0.5, 0.5, "no contrastive training ran", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("STS-B dev Spearman x 100")
+    ax.set_title("contrastive objectives: checkpoint selection on STS-B dev (one line per run)", fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save(fig, out)
+
+
 def _protocol_summary(proto: dict) -> str:
     if proto["family"] == "sts":
         return f"{proto.get('evaluator', 'senteval')}, {proto.get('aggregation', 'all')}, {proto.get('text_form', '')} text"
@@ -398,6 +435,7 @@ def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     forest_plot(verdicts, out_dir / "figures" / "forest.png")
     params_plot(verdicts, out_dir / "figures" / "quality-vs-params.png")
     curves_plot(verdicts, out_dir / "figures" / "curves.png")
+    training_plot(verdicts, out_dir / "figures" / "contrastive-training.png")
     atomic_write_json(out_dir / "provenance.json", provenance(verdicts, tier))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from .family import Family, Layout
 from .unbuilt import FAMILIES as UNBUILT
 
-PACKAGES = ("sts", "glue", "lm_tasks", "compression", "probing", "intrinsic", "transfer")  # built families, in the order their rules are included
+PACKAGES = ("sts", "glue", "lm_tasks", "compression", "probing", "intrinsic", "transfer", "contrastive")  # built families, in the order their rules are included
 
 
 def _registry() -> dict[str, Family]:

@@ -1,0 +1,98 @@
+"""Contrastive measurements to runs: one `contrastive` run per training seed from the first instance of the role's
+encoder (or of its random-weights twin), the twin's runs beside as the floor where the claim asks for the
+random-weights control; a released checkpoint through the sts family's score run of its test pooling (shared with
+any sts claim of it) or a contrastive run with no training steps; poolings of an untrained encoder through the sts
+family's planner."""
+from __future__ import annotations
+
+from ...claims import Claim, Measurement
+from ...data import sts, verify
+from ...data.sts import SOURCE_OF_EVALUATOR
+from ...encoders import POOLINGS
+from ...errors import UserError
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick
+from ...tiers import instances, random_twins
+from ..sts import plan as sts_plan
+from . import ENCODER_KINDS, NOT_RUN, RELEASED_POOLING
+
+SECTION = "contrastive"
+EVALUATOR = "senteval"  # the family's one evaluator: SentEval's files, 'all' aggregation, plain cosine
+
+
+def contrastive_run(tier: dict, instance: str, objective: str, form: str, seed: int, params: dict) -> Run:
+    """Train `objective` from `instance` (params: the recipe's settings, `released`: evaluate only), select on STS-B
+    dev, score the STS test sets. The view holds what changes the result: the corpus, the budget, the data source and
+    sample, the encode length, the asset; the training seeds (how many runs) and the released map (which roles are
+    trained) are the plan's business, not one run's."""
+    source = SOURCE_OF_EVALUATOR[EVALUATOR]
+    view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode.max_length", f"{SECTION}.corpus",
+                      f"{SECTION}.budget"), asset_view(tier, instance))
+    model = model_run(tier, instance)
+    fields = {"instance": instance, "method": objective, "form": form, "seed": int(seed)}
+    return make_run("contrastive", fields, view, (model,) if model else (), params)
+
+
+def _released(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, asset: str, objective: str,
+              form: str) -> PlannedMeasurement:
+    if objective != m.method:
+        raise UserError(f"{claim.path}: field 'measurements.{m.name}.method': got {m.method!r}, but tier {tier['name']} "
+                        f"maps role '{m.role}' to '{asset}', a released {objective} checkpoint; allowed values: {objective}")
+    if m.params:
+        raise UserError(f"{claim.path}: field 'measurements.{m.name}.params': role '{m.role}' is the released checkpoint "
+                        f"'{asset}' at tier {tier['name']}, which is evaluated, not trained; remove "
+                        f"{', '.join(sorted(m.params))}")
+    pooling = RELEASED_POOLING.get(objective)
+    if pooling:  # the sts family's own run of this checkpoint and pooling: one key for both families
+        pm.runs = [sts_plan.score_run(tier, EVALUATOR, asset, form, pooling)]
+    else:
+        pm.runs = [contrastive_run(tier, asset, objective, form, 0, {"released": True})]
+    return pm
+
+
+def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    if m.method in POOLINGS:
+        return sts_plan.plan_measurement(claim, m, tier, pm, role)
+    if m.method in NOT_RUN:
+        return pm.not_run(NOT_RUN[m.method])
+    section = tier.get(SECTION)
+    if section is None:
+        return pm.not_run(f"tier {tier['name']} has no '{SECTION}' section (corpus, budget, seeds)")
+    asset = role["asset"]
+    _, form = sts_plan.evaluator_and_form(claim)
+    released = section.get("released", {}).get(asset)
+    if released is not None:
+        return _released(claim, m, tier, pm, asset, released, form)
+    if m.method in section.get("skip_objectives", {}):
+        return pm.not_run(f"tier {tier['name']} does not train {m.method}: {section['skip_objectives'][m.method]}")
+    if tier["assets"][asset]["kind"] not in ENCODER_KINDS:
+        return pm.not_run(f"role '{m.role}' maps to '{asset}', not an encoder to train")
+    params = {k: v for k, v in method_params(tier, SECTION, m).items() if k != "weights"}
+    if not params.get("transductive", True):
+        params.pop("transductive")  # the default, spelt out: the same run (and key) as leaving it out
+    random = m.params.get("weights") == "random"
+    # the first instance: the spread reported is over training seeds (dropout masks, batches, heads), as in the papers
+    start = (random_twins if random else instances)(tier, asset)[0]
+
+    def runs(inst, seeds) -> list[Run]:
+        return [contrastive_run(tier, inst.name, m.method, form, s, params) for s in seeds]
+
+    pm.runs = runs(start, section["seeds"])
+    if not random and "random-weights" in claim.controls:
+        twins = random_twins(tier, asset)
+        if twins:  # a floor needs no spread of its own: a tier may train it with fewer seeds (control_seeds)
+            pm.controls = runs(twins[0], section.get("control_seeds", section["seeds"]))
+    return pm
+
+
+def controls(claim: Claim, tier: dict) -> dict[str, Run]:
+    """Bag-of-words and TF-IDF cosine on the claim's benchmarks and text form (the sts family's lexical runs)."""
+    return sts_plan.controls(claim, tier)
+
+
+def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
+    """The STS test files of the run's text form and STS-B dev (checkpoint selection); the corpus comes from packages."""
+    files = verify.sts_files(tier, EVALUATOR, run.form, data_root)
+    source = tier["data"][SOURCE_OF_EVALUATOR[EVALUATOR]]
+    if source["source"] == "local":
+        files += [str(p) for p in sts.local_files(sts.local_root(source, data_root), "STSBenchmark", run.form, "dev")]
+    return files

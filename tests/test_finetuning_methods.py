@@ -55,6 +55,21 @@ def test_lora_trains_only_a_and_b_besides_the_head():
     assert {n.split("lora_")[0].rsplit(".", 2)[-2] for n in body} == {"query", "value"}
 
 
+@pytest.mark.parametrize("method", ["full-finetuning", "bitfit", "prompt-tuning"])
+def test_every_method_trains_t5s_classification_head(method):
+    """T5ForSequenceClassification's head is `classification_head`, not `classifier`: a method that missed it would
+    train a frozen random head (peft's modules_to_save and BitFit read the same list). LoRA and adapters target
+    BERT-style modules (query/value, encoder.layer) and no claim runs them on T5, so they are not in the list."""
+    from transformers import T5Config, T5ForSequenceClassification
+
+    torch.manual_seed(0)
+    t5 = T5ForSequenceClassification(T5Config(vocab_size=VOCAB, d_model=H, d_kv=8, d_ff=FFN, num_layers=L, num_heads=2,
+                                              num_labels=LABELS, decoder_start_token_id=0))
+    model = methods.prepare(method, t5, CASES[method][0])
+    head = [(n, p.requires_grad) for n, p in model.named_parameters() if "classification_head" in n]
+    assert head and all(trainable for _, trainable in head), head
+
+
 @pytest.mark.parametrize("method", list(CASES))
 def test_one_step_changes_only_trainable_parameters(method):
     model = methods.prepare(method, tiny_model(), CASES[method][0])

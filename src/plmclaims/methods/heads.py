@@ -3,8 +3,9 @@ from __future__ import annotations
 
 
 def head_names(model) -> list[str]:
-    """Top-level module names of the classification head ('classifier', plus BERT's 'bert.pooler')."""
-    names = [n for n, _ in model.named_children() if n in ("classifier", "score")]
+    """Top-level module names of the classification head ('classifier'; 'score' of decoder models; T5's
+    'classification_head'), plus BERT's 'bert.pooler'."""
+    names = [n for n, _ in model.named_children() if n in ("classifier", "score", "classification_head")]
     base = getattr(model, "base_model_prefix", "")
     if base and getattr(getattr(model, base, None), "pooler", None) is not None:
         names.append(f"{base}.pooler")

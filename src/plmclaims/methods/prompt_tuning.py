@@ -30,7 +30,7 @@ def _encoder_prompt(model, virtual_tokens: int):
 
     base = getattr(model, model.base_model_prefix)  # T5ForSequenceClassification.transformer: a T5Model
     model.soft_prompt = torch.nn.Embedding(virtual_tokens, base.get_input_embeddings().embedding_dim)
-    heads = head_names(model) + [n for n in ("classification_head",) if hasattr(model, n)]
+    heads = head_names(model)
     for name, p in model.named_parameters():
         p.requires_grad = name.startswith("soft_prompt.") or any(name.startswith(h + ".") for h in heads)
 

@@ -35,7 +35,17 @@ def test_fit_corpus_substitution_and_unsupported(repo):
     micro = _plans(repo, "micro")["sts/whitening-improves-bert"].measurements["bert_whitening"]
     assert micro.status == "ok" and {r.post for r in micro.runs} == {"whitening-target"}
     paper = _plans(repo, "paper")["sts/whitening-improves-bert"].measurements["bert_whitening"]
-    assert paper.status == "not-run" and "not implemented" in paper.reason
+    assert paper.status == "ok" and {r.post for r in paper.runs} == {"whitening-nli"}
+    # fitted once per model on the NLI sentences, which prefetch fetches at their pinned revision
+    fits = {u for r in paper.runs for u in r.upstream if u.kind == "fitencode"}
+    assert {u.corpus for u in fits} == {"nli"}
+    from plmclaims.assets import needed_assets
+    from plmclaims.tiers import load_tier
+
+    nli = load_tier("paper")["fit_corpora"]["nli"]
+    wanted = [a for a in needed_assets([_plans(repo, "paper")["sts/whitening-improves-bert"]], load_tier("paper"))
+              if a.repo_id == nli["id"]]
+    assert [(a.repo_type, a.revision) for a in wanted] == [("dataset", nli["revision"])]
 
 
 def test_unavailable_role_is_not_run_never_substituted(repo):

@@ -22,6 +22,11 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
             if spec.get("source") == "hub":
                 a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
                 found.setdefault(a.key, a)
+            for up in run.upstream:  # a post-processing fitted on a hub corpus (whitening / flow on NLI sentences)
+                corpus = tier.get("fit_corpora", {}).get(getattr(up, "corpus", None)) if up.kind == "fitencode" else None
+                if corpus and corpus["use"] == "hub":
+                    a = HubAsset(corpus["id"], "dataset", corpus.get("revision"), f"fit corpus {up.corpus}")
+                    found.setdefault(a.key, a)
             if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
                 task = getattr(run, "task", None)  # a GLUE task, or a probe's / generated task's name
                 if task in glue.TASKS and "glue" in tier["data"] and verify.glue_source(tier, task)["source"] == "hub":

@@ -40,6 +40,7 @@ FAMILY = Family(
     layouts={
         "encode": Layout("results", "runs/encode/{evaluator}/{instance}/{form}/{key}", "vectors.npz"),
         "score": Layout("results", "runs/score/{evaluator}/{instance}/{form}/{method}/{post}/{key}", "metrics.json"),
+        "fitencode": Layout("results", "runs/fit-encode/{instance}/{corpus}/{key}", "vectors.npz"),
     },
     check_tier=check_tier,
 )

@@ -21,7 +21,8 @@ from plmclaims.report import markdown, rows
 from plmclaims.tiers import load_tier
 
 FILES = ("claims.md", "claims.json", "claims.csv", "provenance.json", "figures/forest.png",
-         "figures/quality-vs-params.png", "figures/curves.png")
+         "figures/quality-vs-params.png", "figures/curves.png",
+         "figures/contrastive-training.png")
 REGENERATE = ("rerun the main job (snakemake --cores 2 --config data_root=...) and commit results/micro's report "
               "files with the change")
 

@@ -64,7 +64,7 @@ TIER_Q, DATA_Q, R_Q, RES_Q, CLAIMS_Q = map(shlex.quote, (TIER["_path"], DATA_ROO
 SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")
 SLURM_ACCOUNT = config.get("slurm_account") or os.environ.get("PLMCLAIMS_SLURM_ACCOUNT", "")
 REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/provenance.json", f"{R}/figures/forest.png",
-                f"{R}/figures/quality-vs-params.png", f"{R}/figures/curves.png"]
+                f"{R}/figures/quality-vs-params.png", f"{R}/figures/curves.png", f"{R}/figures/contrastive-training.png"]
 # The long pole (pre-training, 20 minutes at the micro tier) waits for the corpus and the tokenizer. A priority
 # does not reach a job's upstream jobs, so the whole chain carries it: otherwise dozens of cheap jobs run first.
 LONG_POLE = 10

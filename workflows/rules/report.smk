@@ -1,4 +1,5 @@
-# The claim report: Markdown table, CSV, JSON, the forest plot, quality vs parameters and the curves.
+# The claim report: Markdown table, CSV, JSON, the forest plot, quality vs parameters, the curves and the contrastive
+# training curves.
 
 
 rule report:
@@ -12,6 +13,7 @@ rule report:
         forest=report(f"{R}/figures/forest.png", caption="../report/forest.rst", category="Figures"),
         params=report(f"{R}/figures/quality-vs-params.png", caption="../report/quality-vs-params.rst", category="Figures"),
         curves=report(f"{R}/figures/curves.png", caption="../report/curves.rst", category="Figures"),
+        training=report(f"{R}/figures/contrastive-training.png", caption="../report/contrastive-training.rst", category="Figures"),
     resources:
         **rule_resources("report"),
     log:

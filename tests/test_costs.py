@@ -174,3 +174,18 @@ def test_cpu_rules_are_marked_not_counted(paper):
         assert "(CPU work, not counted)" in rows[rule] and "0.000" not in rows[rule]
     for rule in ("finetuned", "compress-glue", "cka", "attention-maps", "transfer"):
         assert "GiB" in rows[rule] and float(rows[rule].split()[2].replace(",", "")) > 0
+
+
+def test_a_released_finetune_of_a_measured_base_costs_at_the_base_row(repo):
+    """The released contrastive checkpoints are not in the throughput table; each runs at the row of its published
+    shape (DeCLUTR and SimCSE-RoBERTa: roberta-base; DiffCSE, PromptBERT: bert-base-uncased), not at an unknown cost."""
+    _, table = costs.load_table()
+    tier = load_tier("paper")
+    got = {a: costs.architecture(tier["assets"][a], table) for a in
+           ("declutr-base", "unsup-simcse-roberta-base", "diffcse-bert-base-sts", "promptbert-bert-base")}
+    assert {a: arch.name for a, arch in got.items()} == {
+        "declutr-base": "roberta-base", "unsup-simcse-roberta-base": "roberta-base",
+        "diffcse-bert-base-sts": "bert-base-uncased", "promptbert-bert-base": "bert-base-uncased"}
+    assert not any(arch.scaled for arch in got.values())
+    # a hub model of no published shape stays unknown rather than borrowing a row
+    assert costs.architecture({"kind": "transformer", "source": "hub", "id": "someone/unknown-model"}, table) is None

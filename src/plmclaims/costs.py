@@ -80,6 +80,19 @@ def _bert_params(m: dict) -> int:
     return v * h + n * h + 2 * h + m["layers"] * (4 * h * h + 2 * h * f + 9 * h + f)
 
 
+def _same_shape_row(repo_id: str, rows: dict) -> str | None:
+    """The table row measured on a model of the same published shape (model type, depth, width, heads) as `repo_id`:
+    a checkpoint fine-tuned from a measured base runs at the base's speed."""
+    from .standins import PUBLISHED
+
+    pub = PUBLISHED.get(repo_id)
+    if pub is None:
+        return None
+    c = pub.config
+    shape = (c.get("model_type"), c.get("num_hidden_layers"), c.get("hidden_size"), c.get("num_attention_heads"))
+    return next((n for n, r in rows.items() if (r["model_type"], r["layers"], r["hidden"], r["heads"]) == shape), None)
+
+
 def architecture(spec: dict, table: dict) -> Arch | None:
     """The table row (and size) of a tier asset; None for what no transformer runs (static vectors, lexical)."""
     rows = table["architectures"]
@@ -90,6 +103,8 @@ def architecture(spec: dict, table: dict) -> Arch | None:
     else:
         key = spec.get("id", "")
     name = next((n for n, r in rows.items() if key in r.get("assets", [])), None)
+    if name is None and spec.get("source") == "hub":  # a fine-tuned release of a measured base (SimCSE, DeCLUTR, ...):
+        name = _same_shape_row(spec.get("id", ""), rows)  # its published configuration's row
     if name is not None and spec["kind"] != "pretrain-mlm":
         r = rows[name]
         return Arch(name, r["params"], r["layers"], r["hidden"], r["heads"])

@@ -6,7 +6,7 @@ downloads and verifies, stays at the bottom and takes the list this module makes
 from __future__ import annotations
 
 from . import hub
-from .data import glue, sts, verify
+from .data import glue, sentences, sts, verify
 from .hub import HubAsset
 from .tiers import Instance
 
@@ -27,6 +27,12 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                 if corpus and corpus["use"] == "hub":
                     a = HubAsset(corpus["id"], "dataset", corpus.get("revision"), f"fit corpus {up.corpus}")
                     found.setdefault(a.key, a)
+            training = tier.get("contrastive", {}).get("corpus") or {}
+            if run.kind == "contrastive" and not run.params.get("released") and not run.params.get("transductive") \
+                    and "wiki1m" in training.get("sources", ()):  # a training run reads the tier corpus: wiki1m's file
+                repo, rev = sentences.wiki1m_asset(training)
+                a = HubAsset(repo, "dataset", rev, "contrastive corpus wiki1m")
+                found.setdefault(a.key, a)
             if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
                 task = getattr(run, "task", None)  # a GLUE task, or a probe's / generated task's name
                 if task in glue.TASKS and "glue" in tier["data"] and verify.glue_source(tier, task)["source"] == "hub":

@@ -275,11 +275,26 @@ def build_pair_dataset(repo_id: str, folder: Path, lines: list[str], seed: int =
     return {"rows": rows, "from": "offline text (plmclaims.standins.offline_text), seeded labels"}
 
 
+def build_wiki1m(folder: Path) -> dict:
+    """SimCSE's wiki1m_for_simcse.txt (one sentence a line) from the offline Wikipedia extract's articles in order,
+    then Penn Treebank's train lines: consecutive lines stay related for DeCLUTR's documents, as in the release."""
+    from .data import sentences
+
+    corpus = sentences.load_corpus({"sources": ["gensim-enwiki", "ptb-train"]})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / sentences.WIKI1M_FILE).write_text("".join(s + "\n" for s in corpus.sentences))
+    return {"lines": len(corpus.sentences), "from": "gensim's Wikipedia extract and Penn Treebank train (offline)"}
+
+
+# hub datasets built from the offline packages' text rather than the data root: repo id -> builder
+TEXT_DATASETS = {"princeton-nlp/datasets-for-simcse": build_wiki1m}
+
+
 def unsupported(assets) -> list[str]:
     """One line per hub asset that has no stand-in (no published configuration written here)."""
     from .data import sts
 
-    known_data = {rid for rid, _ in sts.HUB_IDS.values()} | set(PAIR_DATASETS)
+    known_data = {rid for rid, _ in sts.HUB_IDS.values()} | set(PAIR_DATASETS) | set(TEXT_DATASETS)
     return [f"{a.repo_type} {a.repo_id} ({a.why}): no stand-in; add its published configuration to plmclaims.standins."
             f"{'PUBLISHED' if a.repo_type == 'model' else 'build_*'}"
             for a in assets if (a.repo_type == "model" and a.repo_id not in PUBLISHED and a.repo_id not in STATIC)
@@ -310,6 +325,7 @@ def build(assets, out: Path, data_root: Path, shapes: str = "real", head_size: i
         lines = lines if lines is not None else offline_text(data_root)[::3]  # a third: enough for every published vocabulary, in a third of the time
         if a.repo_type == "dataset":
             info = (build_pair_dataset(a.repo_id, folder, lines) if a.repo_id in PAIR_DATASETS else
+                    TEXT_DATASETS[a.repo_id](folder) if a.repo_id in TEXT_DATASETS else
                     build_sts_dataset(a.repo_id, folder, data_root))
         else:
             if a.repo_id in STATIC:

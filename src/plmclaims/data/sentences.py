@@ -1,8 +1,11 @@
-"""Offline training text for the sentence-embedding objectives: sentences and whole documents.
+"""Training text for the sentence-embedding objectives: sentences and whole documents.
 
-The micro tier has no wiki1m, so every contrastive objective trains on the text the micro-BERT was pre-trained on:
-Penn Treebank (``treebank``) plus the English Wikipedia extract in gensim's test data. DeCLUTR samples spans from
-documents, so the Wikipedia articles are also kept whole (a Treebank line has no document around it).
+The paper tier trains on SimCSE's wiki1m (10^6 English Wikipedia sentences, one a line, in the hub dataset
+princeton-nlp/datasets-for-simcse), read through plmclaims.hub: the prefetched folder, checked against its manifest, or
+online the file at the pinned commit. The micro tier has no network, so every contrastive objective trains on the text
+the micro-BERT was pre-trained on: Penn Treebank (``treebank``) plus the English Wikipedia extract in gensim's test
+data. DeCLUTR samples spans from documents, so the Wikipedia articles are also kept whole (a Treebank line has no
+document around it; wiki1m's documents are runs of consecutive lines, see wiki1m_documents).
 
 The readers here are the ones ``plmclaims.models.microbert.build_corpus`` reads the same text with: the data layer
 sits below the models, so the readers live here and the pre-training corpus imports them (tests/test_microbert.py
@@ -18,10 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import seeded_subset
+from ..errors import UserError
 from ..provenance import sha256_file
 
-SOURCES = ("ptb-train", "gensim-enwiki")
-SPEC_KEYS = {"sources", "max_sentences", "seed", "min_document_words"}
+SOURCES = ("ptb-train", "gensim-enwiki", "wiki1m")
+DEFAULT_SOURCES = ("ptb-train", "gensim-enwiki")  # a spec without sources: the offline text, never a download
+SPEC_KEYS = {"sources", "max_sentences", "seed", "min_document_words", "hub", "revision", "document_lines"}
+WIKI1M_ID = "princeton-nlp/datasets-for-simcse"
+WIKI1M_FILE = "wiki1m_for_simcse.txt"
+# wiki1m's one line a sentence has no article boundaries: DeCLUTR's documents are runs of this many consecutive lines
+# (~800 words, room for an anchor of DeCLUTR's own 512-token spans and its positives; the paper tier's 32 tokens need far
+# less). Consecutive lines of the file are not one article, so a span may cross into an unrelated sentence.
+WIKI1M_DOCUMENT_LINES = 32
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 
@@ -62,26 +73,70 @@ def ptb_sentences(text: str) -> list[str]:
     return [" ".join(line.replace("<unk>", "[UNK]").split()) for line in text.split("\n") if line.strip()]
 
 
+def wiki1m_asset(spec: dict) -> tuple[str, str | None]:
+    """(hub dataset id, revision) of a spec's wiki1m: `hub` (default the SimCSE release) at `revision` (None: main)."""
+    return spec.get("hub", WIKI1M_ID), spec.get("revision")
+
+
+def wiki1m_path(spec: dict) -> Path:
+    """The wiki1m file: the prefetched folder's copy (verified against the manifest; with HF_HUB_OFFLINE=1 nothing
+    else), a local folder named by `hub`, or online the one file at the pinned revision (the repository also holds
+    SimCSE's NLI triples and SentEval's tarball, which a training run never reads)."""
+    from .. import hub
+
+    repo, revision = wiki1m_asset(spec)
+    local = hub.resolve(repo, "dataset", revision=revision)
+    if Path(local).is_dir():
+        path = Path(local) / WIKI1M_FILE
+        if not path.is_file():
+            raise UserError(f"{path}: not found; the dataset {repo!r} must hold {WIKI1M_FILE} (SimCSE's wiki1m); "
+                            f"prefetch it again: {hub.prefetch_command()}")
+        return path
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(repo, WIKI1M_FILE, repo_type="dataset", revision=revision))
+    except Exception as err:  # noqa: BLE001 - network, auth, a revision or file the repository lacks: name the corpus
+        why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:200]
+        raise UserError(f"corpus wiki1m: could not download {WIKI1M_FILE} of dataset {repo!r} at revision {revision}: "
+                        f"{why}; or prefetch it: {hub.prefetch_command()}") from None
+
+
+def wiki1m_lines(path: Path) -> list[str]:
+    """One sentence a line, as SimCSE reads the file; empty lines dropped."""
+    with open(path, encoding="utf-8") as f:
+        return [s for s in (line.strip() for line in f) if s]
+
+
+def wiki1m_documents(lines: list[str], size: int, min_words: int) -> list[list[str]]:
+    """Runs of `size` consecutive lines as documents (wiki1m has no article boundaries), each with min_words words."""
+    chunks = (lines[i:i + size] for i in range(0, len(lines), size))
+    return [c for c in chunks if sum(len(s.split()) for s in c) >= min_words]
+
+
 def sha_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def load_corpus(spec: dict | None = None) -> Corpus:
-    """The training corpus of a spec {sources, max_sentences, seed, min_document_words} (all optional).
+    """The training corpus of a spec {sources, max_sentences, seed, min_document_words} (all optional; a wiki1m source
+    also reads `hub`, `revision` and `document_lines`).
 
     max_sentences caps the sentences with a fixed seeded sample (kept in corpus order, so the sample does not depend on
-    the training order); documents are the Wikipedia articles with at least min_document_words words (DeCLUTR needs
+    the training order); documents are the Wikipedia articles (wiki1m: runs of document_lines consecutive lines) with at
+    least min_document_words words (DeCLUTR needs
     room for an anchor and its positives), never sampled: spans are drawn inside them.
     """
     spec = dict(spec or {})
     unknown = set(spec) - SPEC_KEYS
     if unknown:
         raise KeyError(f"corpus spec keys {sorted(unknown)} unknown; allowed: {sorted(SPEC_KEYS)}")
-    sources = list(spec.get("sources", SOURCES))
+    sources = list(spec.get("sources", DEFAULT_SOURCES))
     bad = [s for s in sources if s not in SOURCES]
     if bad:
         raise KeyError(f"corpus sources {bad} unknown; allowed: {list(SOURCES)}")
     sentences, counts, shas, documents = [], {}, {}, []
+    min_words = int(spec.get("min_document_words", 128))
     if "ptb-train" in sources:
         import treebank
 
@@ -96,8 +151,18 @@ def load_corpus(spec: dict | None = None) -> Corpus:
         sentences += wiki
         counts["gensim-enwiki"] = len(wiki)
         shas[str(path)] = sha256_file(path)
-        min_words = int(spec.get("min_document_words", 128))
-        documents = [list(a) for a in articles if sum(len(s.split()) for s in a) >= min_words]
+        documents += [list(a) for a in articles if sum(len(s.split()) for s in a) >= min_words]
+    if "wiki1m" in sources:
+        repo, revision = wiki1m_asset(spec)
+        path = wiki1m_path(spec)
+        wiki = wiki1m_lines(path)
+        sentences += wiki
+        counts["wiki1m"] = len(wiki)
+        # the commit read: the prefetch manifest's (an unpinned prefetch records what main pointed to), else the pin
+        from .. import hub
+
+        shas[f"{repo}@{hub.commit(repo, 'dataset', revision)}:{WIKI1M_FILE}"] = sha256_file(path)
+        documents += wiki1m_documents(wiki, int(spec.get("document_lines", WIKI1M_DOCUMENT_LINES)), min_words)
     seed = int(spec.get("seed", 0))
     keep = seeded_subset(len(sentences), spec.get("max_sentences"), seed)
     if keep is not None:

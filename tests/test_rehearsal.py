@@ -192,10 +192,8 @@ def test_a_stand_in_hub_folder_and_a_real_one_are_never_mixed(tmp_path, monkeypa
 # Bugs the rehearsal found in the paper DAG and not fixed yet: a pattern of the failing jobs' log paths -> the cause.
 # The CI test asserts that exactly these jobs fail, so a fix fails it until its entry is deleted here.
 KNOWN_FAILURES: dict[str, str] = {}
-if "contrastive" in load_tier("paper"):  # the contrastive family (being added today)
-    KNOWN_FAILURES[r"/runs/contrastive/(bert-base-uncased|roberta-base)"] = (
-        "paper.yaml's contrastive.corpus is wiki1m, not yet a source of data.sentences.load_corpus: the training runs "
-        "stop with 'field contrastive.corpus: corpus sources [wiki1m] unknown'")
+# fixed: r"/runs/contrastive/(bert-base-uncased|roberta-base)" (paper.yaml's corpus wiki1m, now a hub source of
+# data.sentences.load_corpus with a stand-in file; tests/test_wiki1m.py)
 # fixed: r"/runs/finetune/t5-(small|base|large)/prompt-tuning/" (peft's inputs_embeds, refused by
 # T5ForSequenceClassification; test_prompt_tuning_of_t5_prepends_the_soft_prompt_to_the_encoder_input)
 

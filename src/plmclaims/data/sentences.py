@@ -124,8 +124,8 @@ def load_corpus(spec: dict | None = None) -> Corpus:
 
     max_sentences caps the sentences with a fixed seeded sample (kept in corpus order, so the sample does not depend on
     the training order); documents are the Wikipedia articles (wiki1m: runs of document_lines consecutive lines) with at
-    least min_document_words words (DeCLUTR needs
-    room for an anchor and its positives), never sampled: spans are drawn inside them.
+    least min_document_words words (DeCLUTR needs room for an anchor and its positives), never sampled: spans are drawn
+    inside them.
     """
     spec = dict(spec or {})
     unknown = set(spec) - SPEC_KEYS

@@ -152,6 +152,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         lines.append("")
     lines += _curve_tables(verdicts)
     lines += _seed_tables(verdicts)
+    lines += _training_tables(verdicts)
     lines += ["## Checks", "", "| claim | check | scope | outcome | estimate [CI] | reason |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         for c in v["checks"]:
@@ -234,6 +235,27 @@ def _seed_tables(verdicts: list[dict]) -> list[str]:
             lines.append(f"| `{v['id']}` | {task} | {len(g['heads'])} x {len(g['orders'])} | {_fmt(g['mean'])} | "
                          f"{_fmt(g['sd'])} | {_fmt(g['spread'])} | {g['failed']}/{g['runs']} | {_fmt(d.get('head'))} | "
                          f"{_fmt(d.get('order'))} | {_fmt(d.get('residual'))} |")
+    return lines + [""]
+
+
+def _training_tables(verdicts: list[dict]) -> list[str]:
+    """The budget of every measurement that trained its encoder here (the contrastive objectives): per run, the steps,
+    batch, length and learning rate, the sentences it saw, the step whose STS-B dev score chose its checkpoint, and
+    its speed; the random-weights control trains with the same budget."""
+    runs = [(v, name, m) for v in verdicts for name, m in v.get("measurements", {}).items() if m.get("training")]
+    if not runs:
+        return []
+    lines = ["## Training budgets", "", "Each measurement trained here, run by run (its random-weights control trains "
+             "with the same budget): steps x batch at a length, the learning rate, the sentences seen, the step whose "
+             "STS-B dev Spearman chose the checkpoint (x100), steps per second and peak memory (CPU: resident set).", "",
+             "| claim | measurement | run | steps x batch, length | lr | sentences seen | chosen step (dev) | steps/s | peak MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for v, name, m in runs:
+        for t in m["training"]:
+            lines.append(f"| `{v['id']}` | {m.get('label') or name} | {t['instance']} s{t['seed']} | "
+                         f"{t['steps']} x {t['batch_size']}, {t['max_length']} | {t['lr']:g} | {t['sentences_seen']} | "
+                         f"{t['best_step']} ({_fmt(t['best_dev'])}) | {_fmt(t['steps_per_second'])} | "
+                         f"{_fmt(t['peak_memory_mb'], 0)} |")
     return lines + [""]
 
 

@@ -46,6 +46,7 @@ class Series:
     extra: dict[str, dict] = field(default_factory=dict)
     parameters: list[dict] = field(default_factory=list)  # per fine-tuning run: trainable, total, fraction
     peak_memory_mb: float | None = None
+    training: list[dict] = field(default_factory=list)  # per trained run (contrastive): its budget and what it reached
     degenerate: dict[str, list[str]] = field(default_factory=dict)  # benchmark -> ["<run>: <reason>"]
 
     def trained_params(self) -> float | None:
@@ -183,6 +184,8 @@ class Evidence:
                 s.parameters.append(values["parameters"])
             if values.get("peak_memory_mb"):
                 peaks.append(values["peak_memory_mb"])
+            if "budget" in values and values.get("sentences_seen"):  # a run that trained an encoder itself
+                s.training.append(_training_record(run, values))
             # a score run covers every benchmark; a task run covers its task (the plan lists runs seed-ordered per task)
             covers = [run.task] if hasattr(run, "task") else self.benchmarks
             for b in covers:
@@ -565,6 +568,8 @@ def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Eviden
     out["floors"] = {f.name: {t: f.on(t, ev.benchmarks)[0] for t in ev.benchmarks + ["avg"]} for f in floors.of[s.name]}
     if "random-weights" in out["floors"]:
         out["random_weights"] = {"measured": out["floors"]["random-weights"]["avg"]}
+    if s.training:
+        out["training"] = s.training
     if s.parameters:
         out["trained_params"] = s.trained_params()
         out["total_params"] = float(np.mean([p["total"] for p in s.parameters]))
@@ -572,6 +577,16 @@ def _measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Eviden
         out["reported_params"] = m.reported_params
         out["peak_memory_mb"] = s.peak_memory_mb
     return out
+
+
+def _training_record(run, values: dict) -> dict:
+    """What the report shows of one trained run: its budget, what it saw, where its checkpoint was chosen, its speed."""
+    b = values["budget"]
+    return {"instance": run.instance, "seed": getattr(run, "seed", None), "steps": b.get("steps"),
+            "batch_size": b.get("batch_size"), "max_length": b.get("max_length"), "lr": b.get("lr"),
+            "sentences_seen": values["sentences_seen"], "best_step": values.get("best_step"),
+            "best_dev": None if values.get("best_spearman") is None else 100 * values["best_spearman"],
+            "steps_per_second": values.get("steps_per_second"), "peak_memory_mb": values.get("peak_memory_mb")}
 
 
 def _is_params_ratio(check: dict) -> bool:

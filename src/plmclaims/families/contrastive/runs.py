@@ -125,7 +125,8 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
         record_scores(run, datasets, preds, out)
         losses = result.get("losses") or []
         run.values.update({
-            "model": path, "random_weights": random, "released": bool(released), "transductive": bool(transductive),
+            # where the weights come from (a random twin's scratch folder would differ run to run: same seed, same bytes)
+            "model": runs.model_source(tier, inst, resources), "random_weights": random, "released": bool(released), "transductive": bool(transductive),
             "dev": {"benchmark": "STSBenchmark", "split": "dev", "pairs": len(dev)},
             "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
             **{k: result[k] for k in ("history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",

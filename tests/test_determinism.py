@@ -20,12 +20,14 @@ import numpy as np
 import pytest
 from plmclaims.plan import LAYOUTS
 
-# What differs between two honest runs of the same inputs: how long a run took and when it finished, the memory the
-# process peaked at (read from the OS, so it moves with the allocator), and the checkout (the working tree may be
+# What differs between two honest runs of the same inputs: how long a run took and when it finished (and so a
+# training run's steps per second), the memory the process peaked at (read from the OS, so it moves with the
+# allocator), and the checkout (the working tree may be
 # edited between the two runs of one test session; a verdict's runs_provenance counts its runs by commit). Only keys
 # with exactly these names are dropped, wherever they sit (the memory peak is a measurement in metrics.json and in
 # claims.json); every other value is compared.
-VOLATILE = {"wall_time_s", "finished_at", "git_commit", "train_wall_s", "peak_memory_mb", "runs_provenance"}
+VOLATILE = {"wall_time_s", "finished_at", "git_commit", "train_wall_s", "steps_per_second", "peak_memory_mb",
+            "runs_provenance"}
 
 
 def comparable(obj, workdir: Path):

@@ -446,6 +446,9 @@ def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
 def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     """claims.json, claims.csv, claims.md and the figures from verdict rows (files, or error rows of failed claims)."""
     verdicts = sorted(verdicts, key=lambda v: v["id"])
+    # the checkout as it was before this report rewrote its own files: once they are tracked (the published micro
+    # report), writing them first would mark every regenerated report '+dirty'
+    prov = provenance(verdicts, tier)
     atomic_write_json(out_dir / "claims.json", verdicts)
     buf = io.StringIO()
     table = rows(verdicts)
@@ -458,7 +461,7 @@ def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     params_plot(verdicts, out_dir / "figures" / "quality-vs-params.png")
     curves_plot(verdicts, out_dir / "figures" / "curves.png")
     training_plot(verdicts, out_dir / "figures" / "contrastive-training.png")
-    atomic_write_json(out_dir / "provenance.json", provenance(verdicts, tier))
+    atomic_write_json(out_dir / "provenance.json", prov)
 
 
 def provenance(verdicts: list[dict], tier: dict) -> dict:

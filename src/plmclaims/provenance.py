@@ -86,13 +86,18 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=_default).encode()).hexdigest()[:16]
 
 
-def git_commit() -> str:
+def git_commit(ignore: tuple[Path, ...] = ()) -> str:
+    """HEAD, with '+dirty' if a tracked file differs from it; changes to the files in `ignore` (what the caller is
+    about to rewrite itself, e.g. a published report's own files, which Snakemake removes before the rule runs) do
+    not count."""
     root = Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         commit = out.stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=5).stdout.splitlines()
+        skip = {str(Path(p).resolve()) for p in ignore}
+        dirty = [line for line in status if str((root / line[3:].strip()).resolve()) not in skip]
         return commit + ("+dirty" if dirty and commit != "unknown" else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

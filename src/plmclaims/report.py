@@ -443,12 +443,17 @@ def write(verdict_files: list[Path], tier: dict, out_dir: Path) -> None:
     write_verdicts([json.loads(Path(p).read_text()) for p in verdict_files], tier, out_dir)
 
 
+# the files write_verdicts writes under the report folder
+OWN_FILES = ("claims.json", "claims.csv", "claims.md", "provenance.json", "figures/forest.png",
+             "figures/quality-vs-params.png", "figures/curves.png", "figures/contrastive-training.png")
+
+
 def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     """claims.json, claims.csv, claims.md and the figures from verdict rows (files, or error rows of failed claims)."""
     verdicts = sorted(verdicts, key=lambda v: v["id"])
     # the checkout as it was before this report rewrote its own files: once they are tracked (the published micro
     # report), writing them first would mark every regenerated report '+dirty'
-    prov = provenance(verdicts, tier)
+    prov = provenance(verdicts, tier, own_files=[out_dir / f for f in OWN_FILES])
     atomic_write_json(out_dir / "claims.json", verdicts)
     buf = io.StringIO()
     table = rows(verdicts)
@@ -464,7 +469,7 @@ def write_verdicts(verdicts: list[dict], tier: dict, out_dir: Path) -> None:
     atomic_write_json(out_dir / "provenance.json", prov)
 
 
-def provenance(verdicts: list[dict], tier: dict) -> dict:
+def provenance(verdicts: list[dict], tier: dict, own_files: list[Path] = ()) -> dict:
     """What produced this report: the commit and package versions that wrote it, the claims it covers, and the
     commits and versions of every run its verdicts read (a published report names them; tests check they are real)."""
     from .provenance import git_commit, package_versions
@@ -477,7 +482,7 @@ def provenance(verdicts: list[dict], tier: dict) -> dict:
             commits[c] = commits.get(c, 0) + n
         for name, versions in rp.get("packages", {}).items():
             packages.setdefault(name, set()).update(versions)
-    return {"tier": tier["name"], "commit": git_commit(), "packages": package_versions(),
+    return {"tier": tier["name"], "commit": git_commit(tuple(own_files)), "packages": package_versions(),
             "claims": {v["id"]: v.get("version") for v in verdicts},
             "verdict_commits": sorted({(v.get("provenance") or {}).get("git_commit", "unknown") for v in verdicts}),
             "run_commits": dict(sorted(commits.items())),

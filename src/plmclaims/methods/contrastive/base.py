@@ -110,6 +110,14 @@ def mask_tokens(input_ids: torch.Tensor, special: torch.Tensor, tokenizer, rng: 
     return ids, labels
 
 
+def mlp_pooler(hidden: int):
+    """SimCSE's MLPLayer (Linear + tanh over [CLS]), used at training time only by SimCSE and the methods built on it
+    (PromptBERT, RankEncoder)."""
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.Tanh())
+
+
 class ContrastiveObjective(torch.nn.Module):
     """Base of every objective: `self.encoder` (a transformers encoder), `self.tokenizer`, `self.params`.
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ...errors import UserError
-from .base import ContrastiveObjective, info_nce
+from .base import ContrastiveObjective, info_nce, mlp_pooler
 
 NAME = "promptbert"
 INPUT = "sentences"
@@ -76,7 +76,7 @@ class Objective(ContrastiveObjective):
                             "its method: drop the 'pooling' param")
         self.templates = [Template(self.params["template"], self.tokenizer), Template(self.params["template2"], self.tokenizer)]
         hidden = self.encoder.config.hidden_size
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.Tanh())  # models.py MLPLayer
+        self.mlp = mlp_pooler(hidden)  # models.py MLPLayer
 
     def _tokens(self, sentences: list[str], max_length: int) -> list[list[int]]:
         # train.py prepare_features: the sentence alone is cut to max_seq_length, the template comes on top

@@ -25,7 +25,7 @@ import copy
 import numpy as np
 import torch
 
-from .base import ContrastiveObjective, info_nce
+from .base import ContrastiveObjective, info_nce, mlp_pooler
 
 NAME = "rankencoder"
 INPUT = "sentences"
@@ -86,7 +86,7 @@ class Objective(ContrastiveObjective):
         from ...encoders import load_transformer
 
         h = self.encoder.config.hidden_size
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.Tanh())  # SimCSE's MLPLayer, training only
+        self.mlp = mlp_pooler(h)  # SimCSE's MLPLayer, training only
         if self.params["base_encoder"]:
             base, _ = load_transformer(self.params["base_encoder"], seed)
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import ContrastiveObjective, info_nce
+from .base import ContrastiveObjective, info_nce, mlp_pooler
 
 NAME = "simcse"
 INPUT = "sentences"
@@ -21,7 +21,7 @@ class Objective(ContrastiveObjective):
         super().__init__(model_path, params, seed, random_weights)
         h = self.encoder.config.hidden_size
         # SimCSE's MLPLayer (dense + tanh over [CLS]); it is not saved: the released models embed without it
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.Tanh())
+        self.mlp = mlp_pooler(h)
 
     def make_batch(self, examples, rng: np.random.Generator, max_length: int) -> dict:
         batch = self.tokenize(examples, max_length)

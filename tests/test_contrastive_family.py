@@ -182,3 +182,35 @@ def test_real_runs_write_what_the_verdict_engine_reads(repo, tmp_path, data_root
     assert "training" not in result["measurements"]["promptbert_released"]
     md = markdown([result], tier)
     assert "## Training budgets" in md and f"| 2 x {trained['budget']['batch_size']}, " in md
+
+
+def test_rankencoder_runs_score_with_its_own_similarity(tmp_path, data_root, monkeypatch):
+    """RankEncoder's test-time score is 0.9 cos + 0.1 rank Spearman (its inference script), not plain cosine: the run
+    writes the objective's similarity as its predictions and names the score in metrics.json."""
+    from plmclaims.evaluation.senteval import cosine
+    from plmclaims.families.contrastive.runs import contrastive
+    from plmclaims.methods.contrastive import rankencoder
+
+    seen = []
+    real = rankencoder.Objective.similarity
+
+    def spy(self, a, b, *args, **kwargs):
+        seen.append((real(self, a, b, *args, **kwargs), cosine(a, b)))
+        return seen[-1][0]
+
+    monkeypatch.setattr(rankencoder.Objective, "similarity", spy)
+    tier = with_overrides(_minilm_tier(), {"contrastive.budget.steps": 1, "data.max_pairs": 20})
+    from plmclaims.families.contrastive.plan import contrastive_run
+
+    run, view = P.run_from_json(contrastive_run(tier, "all-minilm-l6-v2", "rankencoder", "tokenised", 1, {}).to_json(tier))
+    out = tmp_path / "r" / "metrics.json"
+    contrastive(view, run, str(data_root), str(tmp_path / "resources"), out, threads=1)
+    values = json.loads(out.read_text())["values"]
+    assert "rank vectors" in values["score"]
+    preds = np.load(out.with_name("predictions.npz"))
+    assert len(seen) == len(values["benchmarks"]) == 7
+    for ours, plain in seen:
+        assert not np.allclose(ours, plain)  # the rank term moves every benchmark's scores
+    # each benchmark's written predictions are what the objective's similarity returned for it
+    for name in values["benchmarks"]:
+        assert any(np.array_equal(preds[f"{name}::pred"], ours) for ours, _ in seen), name

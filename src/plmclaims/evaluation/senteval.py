@@ -19,12 +19,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.maximum(na * nb, 1e-12)
 
 
-def pair_predictions(data: StsData, sentence_vectors: np.ndarray, sentences: list[str]) -> np.ndarray:
-    """Cosine similarity per pair, looking sentences up in the encoded table."""
+def pair_predictions(data: StsData, sentence_vectors: np.ndarray, sentences: list[str], similarity=cosine) -> np.ndarray:
+    """The similarity per pair (cosine unless a method scores otherwise), looking sentences up in the encoded table."""
     index = {s: i for i, s in enumerate(sentences)}
     a = sentence_vectors[[index[s] for s in data.sentence1]]
     b = sentence_vectors[[index[s] for s in data.sentence2]]
-    return cosine(a, b)
+    return similarity(a, b)
 
 
 def score(pred: np.ndarray, data: StsData, scale: float = 100.0) -> dict:

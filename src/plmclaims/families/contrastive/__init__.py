@@ -1,6 +1,8 @@
 """The contrastive family (issue 10, CATALOG T8): sentence encoders trained with a contrastive objective (SimCSE,
-DeCLUTR, ConSERT, BSL, DiffCSE, PromptBERT, RankEncoder), scored by cosine on STS12-16, STS-B and SICK-R exactly as
-the sts family scores a pooling, so the verdict engine (paired bootstrap, floors) reads both alike.
+DeCLUTR, ConSERT, BSL, DiffCSE, PromptBERT, RankEncoder), scored on STS12-16, STS-B and SICK-R in the sts family's
+score layout, so the verdict engine (paired bootstrap, floors) reads both alike. The score is cosine except where the
+objective's paper scores otherwise (RankEncoder: 0.9 cosine + 0.1 rank Spearman, its `similarity`); metrics.json
+names it.
 
 One `contrastive` run per (instance, objective, text form, seed): it trains the objective from the role's encoder
 (or, with `params: {weights: random}`, from its random-weights twin) on the tier's corpus with the tier's budget (the

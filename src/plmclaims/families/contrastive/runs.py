@@ -120,13 +120,14 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
         preds = {}
         for d in datasets:
             sents = d.sentences()
-            preds[d.name] = senteval.pair_predictions(d, model.embed(sents, batch, test_len), sents)
+            # the objective's own test-time score (RankEncoder's is not plain cosine)
+            preds[d.name] = senteval.pair_predictions(d, model.embed(sents, batch, test_len), sents, model.similarity)
         run.data_files.update(dev.files)
         record_scores(run, datasets, preds, out)
         losses = result.get("losses") or []
         run.values.update({
             # where the weights come from (a random twin's scratch folder would differ run to run: same seed, same bytes)
-            "model": runs.model_source(tier, inst, resources), "random_weights": random, "released": bool(released), "transductive": bool(transductive),
+            "model": runs.model_source(tier, inst, resources), "random_weights": random, "score": model.SCORE, "released": bool(released), "transductive": bool(transductive),
             "dev": {"benchmark": "STSBenchmark", "split": "dev", "pairs": len(dev)},
             "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
             **{k: result[k] for k in ("history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",

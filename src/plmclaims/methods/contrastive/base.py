@@ -190,6 +190,16 @@ class ContrastiveObjective(torch.nn.Module):
             self.train(was_training)
         return out if out is not None else np.zeros((0, self.encoder.config.hidden_size), np.float32)
 
+    # What a pair of test-time vectors scores with; an objective whose paper scores otherwise (RankEncoder) overrides
+    # both, and the family records SCORE beside the STS results.
+    SCORE = "cosine"
+
+    def similarity(self, a_vecs: np.ndarray, b_vecs: np.ndarray) -> np.ndarray:
+        """The test-time score of pairs (a_i, b_i) of `embed` vectors: plain cosine, as SentEval's STS tasks."""
+        from ...evaluation.senteval import cosine
+
+        return cosine(a_vecs, b_vecs)
+
     def save(self, out_dir) -> None:
         """The encoder and tokenizer test-time embedding needs, plus contrastive.json naming the pooling (loading a
         SimCSE encoder with a generic sentence encoder silently builds mean pooling)."""

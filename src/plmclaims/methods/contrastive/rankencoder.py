@@ -25,6 +25,7 @@ import copy
 import numpy as np
 import torch
 
+from ...evaluation.senteval import cosine
 from .base import ContrastiveObjective, info_nce, mlp_pooler
 
 NAME = "rankencoder"
@@ -69,12 +70,6 @@ def rank_similarity(a_vecs: np.ndarray, b_vecs: np.ndarray, reference: np.ndarra
     a, b, ref = (torch.nn.functional.normalize(torch.as_tensor(np.asarray(v, np.float64)), dim=1) for v in (a_vecs, b_vecs, reference))
     ra, rb = _standardised(_ranks(a @ ref.T)), _standardised(_ranks(b @ ref.T))
     return (ra * rb).sum(1).numpy()
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
-    b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
-    return (a * b).sum(1)
 
 
 class Objective(ContrastiveObjective):
@@ -158,6 +153,8 @@ class Objective(ContrastiveObjective):
         return loss + self.params["rank_weight"] * mse
 
     # --- test time
+    SCORE = "cos_weight x cosine + (1 - cos_weight) x Spearman of the rank vectors over the reference corpus"
+
     def similarity(self, a_vecs: np.ndarray, b_vecs: np.ndarray, batch_size: int = 256, max_length: int | None = None) -> np.ndarray:
         """RankEncoder's score of pairs (a_i, b_i) of `embed` vectors: cos_weight x cosine + (1 - cos_weight) x the
         Spearman of their rank vectors over the reference corpus, embedded by this model (cut at the training length
@@ -165,7 +162,7 @@ class Objective(ContrastiveObjective):
         if self._own_ref is None:
             self._own_ref = self.embed(self._need_reference(), batch_size, max_length or self._max_length)
         w = self.params["cos_weight"]
-        return w * _cosine(a_vecs, b_vecs) + (1 - w) * rank_similarity(a_vecs, b_vecs, self._own_ref)
+        return w * cosine(a_vecs, b_vecs) + (1 - w) * rank_similarity(a_vecs, b_vecs, self._own_ref)
 
     def save(self, out_dir) -> None:
         """The encoder and tokenizer, and the reference sentences the test-time score ranks against."""

@@ -86,11 +86,11 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=_default).encode()).hexdigest()[:16]
 
 
-def git_commit(ignore: tuple[Path, ...] = ()) -> str:
-    """HEAD, with '+dirty' if a tracked file differs from it; changes to the files in `ignore` (what the caller is
-    about to rewrite itself, e.g. a published report's own files, which Snakemake removes before the rule runs) do
-    not count."""
-    root = Path(__file__).resolve().parents[2]
+def git_commit(ignore: tuple[Path, ...] = (), root: Path | None = None) -> str:
+    """HEAD of the checkout at `root` (default: this package's), with '+dirty' if a tracked file differs from it;
+    changes to the files in `ignore` (what the caller is about to rewrite itself, e.g. a published report's own files,
+    which Snakemake removes before the rule runs) do not count. 'unknown' outside a git checkout."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         commit = out.stdout.strip() or "unknown"

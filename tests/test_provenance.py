@@ -1,0 +1,35 @@
+"""provenance.git_commit: the commit a result names, and when the checkout it ran from was not that commit."""
+from __future__ import annotations
+
+import subprocess
+
+from plmclaims.provenance import git_commit
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True)
+
+
+def test_git_commit_names_head_and_dirt_outside_the_ignored_files(tmp_path):
+    root = tmp_path / "checkout"
+    root.mkdir()
+    _git(root, "init", "-q")
+    for name in ("code.py", "report.md"):
+        (root / name).write_text("v1\n")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_commit(root=root) == head and len(head) == 40
+    (root / "untracked.txt").write_text("x\n")  # untracked files do not make a checkout dirty
+    assert git_commit(root=root) == head
+    (root / "report.md").write_text("v2\n")
+    assert git_commit(root=root) == head + "+dirty"
+    # the caller's own output files do not count, given as paths of any spelling that resolve to them
+    assert git_commit(ignore=(root / "report.md",), root=root) == head
+    assert git_commit(ignore=(root / "sub" / ".." / "report.md",), root=root) == head
+    (root / "code.py").write_text("v2\n")  # any other tracked change still does
+    assert git_commit(ignore=(root / "report.md",), root=root) == head + "+dirty"
+
+
+def test_git_commit_outside_a_checkout_is_unknown(tmp_path):
+    assert git_commit(root=tmp_path) == "unknown"

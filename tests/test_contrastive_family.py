@@ -214,3 +214,92 @@ def test_rankencoder_runs_score_with_its_own_similarity(tmp_path, data_root, mon
     # each benchmark's written predictions are what the objective's similarity returned for it
     for name in values["benchmarks"]:
         assert any(np.array_equal(preds[f"{name}::pred"], ours) for ours, _ in seen), name
+
+
+# --- DiffCSE's generator: an asset the tier names (paper: distilbert-base-uncased, run_diffcse.sh --generator_name)
+
+DIFFCSE = "contrastive/diffcse-beats-simcse"
+GENERATOR = "distilbert-base-uncased"
+
+
+def _diffcse_runs(repo, tier, name="diffcse"):
+    pm = P.plan_claim(_claim(repo, DIFFCSE), tier).measurements[name]
+    return pm.runs + pm.controls
+
+
+def test_paper_diffcse_runs_carry_the_generator_asset_and_it_moves_their_keys(repo):
+    tier = load_tier("paper")
+    assert tier["contrastive"]["methods"]["diffcse"]["generator"] == GENERATOR
+    runs = _diffcse_runs(repo, tier)
+    assert runs and {r.instance for r in runs} == {"bert-base-uncased", "bert-base-uncased.random-s1"}
+    for r in runs:  # the generator's name in the params, its asset (hub id, revision) in the view the key hashes
+        assert r.params["generator"] == GENERATOR
+        assert r.spec["tier"]["assets"][GENERATOR]["id"] == "distilbert/distilbert-base-uncased"
+    assert all(GENERATOR not in r.spec["tier"]["assets"] for r in _diffcse_runs(repo, tier, "simcse"))
+    keys = {r.key for r in runs}
+    pinned = with_overrides(tier, {f"assets.{GENERATOR}.revision": "0" * 40})
+    other = with_overrides(tier, {"contrastive.methods.diffcse.generator": "bert-base-uncased"})
+    assert keys.isdisjoint(r.key for r in _diffcse_runs(repo, pinned))  # another commit of the generator
+    assert keys.isdisjoint(r.key for r in _diffcse_runs(repo, other))  # another generator
+    # SimCSE reads no generator: its runs stay where they are
+    assert [r.key for r in _diffcse_runs(repo, pinned, "simcse")] == [r.key for r in _diffcse_runs(repo, tier, "simcse")]
+
+
+def test_micro_diffcse_uses_the_encoders_own_head_and_an_explicit_empty_generator_is_the_same_run(repo):
+    tier = load_tier("micro")
+    runs = _diffcse_runs(repo, tier)
+    assert runs and all("generator" not in r.params and set(r.spec["tier"]["assets"]) == {"micro-bert"} for r in runs)
+    spelt = with_overrides(tier, {"contrastive.methods": {**tier["contrastive"].get("methods", {}),
+                                                          "diffcse": {**tier["contrastive"].get("methods", {}).get("diffcse", {}), "generator": ""}}})
+    assert [r.key for r in _diffcse_runs(repo, spelt)] == [r.key for r in runs]
+
+
+def test_prefetch_lists_the_generator_at_paper_only(repo, tmp_path, monkeypatch):
+    from plmclaims.assets import needed_assets
+
+    monkeypatch.setenv("PLMCLAIMS_HUB_DIR", str(tmp_path))  # no prefetch folder: the stand-in guard has nothing to compare
+    paper = load_tier("paper")
+    found = {a.repo_id: a for a in needed_assets([P.plan_claim(_claim(repo, DIFFCSE), paper)], paper)}
+    assert found["distilbert/distilbert-base-uncased"].why == f"asset {GENERATOR}"
+    assert "google-bert/bert-base-uncased" in found
+    without = with_overrides(paper, {"contrastive.methods.diffcse": {"lr": 7.0e-6}})
+    assert "distilbert/distilbert-base-uncased" not in {
+        a.repo_id for a in needed_assets([P.plan_claim(_claim(repo, DIFFCSE), without)], without)}
+
+
+@pytest.mark.parametrize("name", ["nosuch-model", "lexical"])
+def test_a_generator_that_is_not_a_transformer_asset_is_refused_in_one_line(repo, name):
+    tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": name})
+    with pytest.raises(UserError) as err:
+        P.plan_claim(_claim(repo, DIFFCSE), tier)
+    msg = str(err.value)
+    assert "\n" not in msg and "paper.yaml" in msg and "field 'contrastive.methods.diffcse.generator'" in msg
+    assert f"got {name!r}" in msg and GENERATOR in msg and "leave it out" in msg
+
+
+def test_a_diffcse_run_loads_its_generator_from_the_tiers_asset(repo, tmp_path, data_root):
+    """The run resolves the generator asset to its folder (here a local tiny DistilBERT MLM with MiniLM's vocabulary),
+    hands it to the objective, and records which generator it read."""
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertForMaskedLM
+
+    from plmclaims import runs
+    from plmclaims.families.contrastive.plan import contrastive_run
+    from plmclaims.families.contrastive.runs import contrastive
+    from plmclaims.tiers import Instance
+
+    tier = _minilm_tier()
+    gen = tmp_path / "gen"
+    tok = AutoTokenizer.from_pretrained(runs.model_source(tier, Instance.parse("all-minilm-l6-v2", tier), str(tmp_path)))
+    DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(tok), dim=32, n_layers=1, n_heads=2, hidden_dim=64,
+                                           max_position_embeddings=64)).save_pretrained(gen)
+    tok.save_pretrained(gen)
+    tier = with_overrides(tier, {"assets.tiny-generator": {"kind": "transformer", "source": "local", "path": str(gen)},
+                                 "contrastive.budget.steps": 1, "data.max_pairs": 20})
+    planned = contrastive_run(tier, "all-minilm-l6-v2", "diffcse", "tokenised", 1, {"generator": "tiny-generator"})
+    run, view = P.run_from_json(planned.to_json(tier))
+    assert view["assets"]["tiny-generator"]["path"] == str(gen)  # the rule's tier is the run's view: it holds the asset
+    out = tmp_path / "r" / "metrics.json"
+    contrastive(view, run, str(data_root), str(tmp_path / "resources"), out, threads=1)
+    values = json.loads(out.read_text())["values"]
+    assert values["generator"] == {"asset": "tiny-generator", "model": str(gen), "revision": None}
+    assert values["objective_params"]["generator"] == str(gen) and values["best_step"] in (0, 1)

@@ -224,3 +224,55 @@ def test_each_objective_trains_through_the_shared_loop_deterministically(tiny_mo
     assert runs[0]["losses"] == runs[1]["losses"] and runs[0]["history"] == runs[1]["history"]  # same seed, same run
     assert runs[0]["objective_params"]["pooling"] == {"bsl": "mean", "diffcse": "cls-before-pooler", "promptbert": "mask",
                                                         "rankencoder": "cls-before-pooler"}[name]
+
+
+# --- DiffCSE with a separate generator (the paper's distilbert-base-uncased; here a tiny DistilBERT MLM)
+
+def _tiny_distilbert(path, tiny_model, extra_rows=0):
+    """A 1-layer, dim-32 DistilBERT MLM with the tiny BERT's tokenizer (`extra_rows` more embedding rows: another
+    vocabulary), random weights."""
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertForMaskedLM
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    torch.manual_seed(1)
+    DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(tok) + extra_rows, dim=32, n_layers=1, n_heads=2, hidden_dim=64,
+                                           max_position_embeddings=64)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def test_diffcse_with_a_separate_distilbert_generator_takes_a_training_step(tiny_model, tmp_path):
+    gen = _tiny_distilbert(tmp_path / "gen", tiny_model)
+    obj = diffcse.Objective(tiny_model, {"generator": gen}, seed=0).train()
+    assert type(obj.generator).__name__ == "DistilBertForMaskedLM" and not obj.generator.training
+    assert not any(p.requires_grad for p in obj.generator.parameters())
+    frozen = [p.detach().clone() for p in obj.generator.parameters()]
+    before = [p.detach().clone() for p in obj.encoder.parameters()]
+    batch = obj.make_batch(SENTENCES[:8], np.random.default_rng(0), 16)
+    opt = torch.optim.AdamW([p for p in obj.parameters() if p.requires_grad], lr=1e-3)
+    loss = obj.loss(batch)
+    assert torch.isfinite(loss)
+    loss.backward()
+    opt.step()
+    assert float(obj.rtd_head.weight.grad.abs().sum()) > 0  # the detection loss reached the head
+    assert any(not torch.equal(b, p) for b, p in zip(before, obj.encoder.parameters()))
+    assert all(torch.equal(b, p) for b, p in zip(frozen, obj.generator.parameters()))
+    # the generator is the saved DistilBERT (its weights, not the encoder's own MLM head), fed the encoder's ids
+    from transformers import AutoModelForMaskedLM
+
+    saved = AutoModelForMaskedLM.from_pretrained(gen).eval()
+    own = diffcse.Objective(tiny_model, {}, seed=0).generator
+    ids = {"input_ids": batch["mlm_ids1"], "attention_mask": batch["attention_mask"]}
+    with torch.no_grad():
+        ours = obj.generator(**ids).logits
+        assert torch.equal(ours, saved(**ids).logits) and not torch.allclose(ours, own(**ids).logits)
+
+
+def test_diffcse_refuses_a_generator_with_another_vocabulary_in_one_line(tiny_model, tmp_path):
+    from plmclaims.errors import UserError
+
+    gen = _tiny_distilbert(tmp_path / "gen", tiny_model, extra_rows=5)
+    with pytest.raises(UserError) as err:
+        diffcse.Objective(tiny_model, {"generator": gen}, seed=0)
+    msg = str(err.value)
+    assert "\n" not in msg and "generator" in msg and gen in msg and "vocabulary" in msg

@@ -17,11 +17,12 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
     found: dict[str, HubAsset] = {}
     for p in plans:
         for run in p.score_runs():
-            asset = Instance.parse(run.instance, tier).asset
-            spec = tier["assets"][asset]
-            if spec.get("source") == "hub":
-                a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
-                found.setdefault(a.key, a)
+            # the run's own asset, and any other asset its view holds (DiffCSE's generator): what the run loads
+            for asset in dict.fromkeys([Instance.parse(run.instance, tier).asset, *run.spec["tier"].get("assets", {})]):
+                spec = tier["assets"][asset]
+                if spec.get("source") == "hub":
+                    a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
+                    found.setdefault(a.key, a)
             for up in run.upstream:  # a post-processing fitted on a hub corpus (whitening / flow on NLI sentences)
                 corpus = tier.get("fit_corpora", {}).get(getattr(up, "corpus", None)) if up.kind == "fitencode" else None
                 if corpus and corpus["use"] == "hub":

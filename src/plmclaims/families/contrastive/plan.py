@@ -19,14 +19,31 @@ SECTION = "contrastive"
 EVALUATOR = "senteval"  # the family's one evaluator: SentEval's files, 'all' aggregation, plain cosine
 
 
+GENERATOR_KINDS = ("transformer",)  # a model loaded as it is (hub, package, local): no workflow run upstream
+
+
+def generator_view(tier: dict, objective: str, params: dict) -> dict:
+    """The view of the asset a recipe's `generator` names (DiffCSE's MLM generator: distilbert-base-uncased in the
+    paper), so its id and revision are part of the run's key and prefetch finds it; {} for the encoder's own head."""
+    name = params.get("generator")
+    if not name:
+        return {}
+    allowed = sorted(a for a, s in tier["assets"].items() if s["kind"] in GENERATOR_KINDS)
+    if name not in allowed:
+        raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.generator': got "
+                        f"{name!r}, not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}; allowed values: "
+                        f"{', '.join(allowed)}, or leave it out for the encoder's own MLM head")
+    return asset_view(tier, name)
+
+
 def contrastive_run(tier: dict, instance: str, objective: str, form: str, seed: int, params: dict) -> Run:
     """Train `objective` from `instance` (params: the recipe's settings, `released`: evaluate only), select on STS-B
     dev, score the STS test sets. The view holds what changes the result: the corpus, the budget, the data source and
-    sample, the encode length, the asset; the training seeds (how many runs) and the released map (which roles are
-    trained) are the plan's business, not one run's."""
+    sample, the encode length, the asset (and a generator asset the recipe names); the training seeds (how many runs)
+    and the released map (which roles are trained) are the plan's business, not one run's."""
     source = SOURCE_OF_EVALUATOR[EVALUATOR]
     view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode.max_length", f"{SECTION}.corpus",
-                      f"{SECTION}.budget"), asset_view(tier, instance))
+                      f"{SECTION}.budget"), asset_view(tier, instance), generator_view(tier, objective, params))
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": objective, "form": form, "seed": int(seed)}
     return make_run("contrastive", fields, view, (model,) if model else (), params)
@@ -69,6 +86,8 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     params = {k: v for k, v in method_params(tier, SECTION, m).items() if k != "weights"}
     if not params.get("transductive", True):
         params.pop("transductive")  # the default, spelt out: the same run (and key) as leaving it out
+    if params.get("generator") == "":
+        params.pop("generator")  # the encoder's own MLM head, spelt out: likewise
     random = m.params.get("weights") == "random"
     # the first instance: the spread reported is over training seeds (dropout masks, batches, heads), as in the papers
     start = (random_twins if random else instances)(tier, asset)[0]

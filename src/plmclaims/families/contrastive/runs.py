@@ -89,6 +89,9 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
     inst = Instance.parse(run_spec.instance, tier)
     params = dict(run_spec.params)
     released, transductive, lr = params.pop("released", False), params.pop("transductive", False), params.pop("lr", None)
+    generator = params.get("generator")
+    if generator:  # an asset the recipe names (DiffCSE's generator): loaded from where the tier's assets load from
+        params["generator"] = runs.model_source(tier, Instance.parse(generator, tier), resources)
     budget = {**section["budget"], **({"lr": float(lr)} if lr is not None else {})}
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
     with Run(out, config, seed=run_spec.seed) as run, tempfile.TemporaryDirectory() as scratch:
@@ -127,7 +130,11 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
         losses = result.get("losses") or []
         run.values.update({
             # where the weights come from (a random twin's scratch folder would differ run to run: same seed, same bytes)
-            "model": runs.model_source(tier, inst, resources), "random_weights": random, "score": model.SCORE, "released": bool(released), "transductive": bool(transductive),
+            "model": runs.model_source(tier, inst, resources), "random_weights": random,
+            "score": model.SCORE, "released": bool(released), "transductive": bool(transductive),
+            # the generator a recipe names, and the commit it was read at (the encoder's own head: nothing to add)
+            **({"generator": {"asset": generator, "model": params["generator"],
+                              "revision": runs.hub_revision(tier, generator)}} if generator else {}),
             "dev": {"benchmark": "STSBenchmark", "split": "dev", "pairs": len(dev)},
             "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
             **{k: result[k] for k in ("history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",

@@ -11,15 +11,21 @@ discriminator starts from the same pre-trained weights as the encoder; a 2-way l
 generator's token is its argmax. Two places differ on purpose: the generator's token replaces only the masked
 positions (the repository writes its prediction over every position, so a mispredicted unmasked token or [SEP] also
 counts as "replaced"), and padding is excluded from the detection loss. The paper's generator is
-distilbert-base-uncased; at micro it is the micro-BERT's own MLM head loaded from the same folder (param
-'generator': '' = the encoder's folder). With random_weights the generator is random too, so the control learns
-nothing from pre-training through it.
+distilbert-base-uncased (a tier names it as an asset, `contrastive.methods.diffcse.generator`, and the run hands this
+module its folder); at micro it is the micro-BERT's own MLM head loaded from the same folder (param 'generator': '' =
+the encoder's folder). With random_weights the generator is random too, so the control learns nothing from
+pre-training through it.
+
+The generator reads the encoder tokenizer's ids and its argmax ids go into the discriminator (the repository does the
+same: one tokenizer, bert-base-uncased's, whose WordPiece vocabulary distilbert-base-uncased shares), so a generator
+with another vocabulary size is refused rather than fed ids that mean other words.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from ...errors import UserError
 from .base import ContrastiveObjective, info_nce, load_mlm, mask_tokens
 
 NAME = "diffcse"
@@ -29,7 +35,9 @@ DEFAULTS = {
     "temperature": 0.05,  # run_diffcse.sh: --temp 0.05
     "lambda_weight": 0.005,  # run_diffcse.sh: LAMBDA=0.005 (DiffCSE Table 1's BERT-base STS model)
     "masking_ratio": 0.30,  # run_diffcse.sh: MASK=0.30
-    "generator": "",  # '' = the encoder's folder (micro); the repository's default is distilbert-base-uncased (models.py cl_init)
+    # a folder; '' = the encoder's folder (micro); the repository's is distilbert-base-uncased (run_diffcse.sh
+    # --generator_name, models.py cl_init), which a tier names as an asset (contrastive.methods.diffcse.generator)
+    "generator": "",
     # the recipe's learning rate (run_diffcse.sh LR=7e-6; batch 64, --max_seq_length 32, 1 epoch, CATALOG T8 says 2):
     # the training loop takes lr from the budget, the family reads this key to plan a run at the recipe's lr
     "lr": 7e-6,
@@ -73,6 +81,11 @@ class Objective(ContrastiveObjective):
         self.rtd_head = torch.nn.Linear(hidden, 2)  # train.py: electra_head = Linear(768, 2)
         self.generator, _ = load_mlm(self.params["generator"] or model_path, seed, random_weights)
         self.generator.requires_grad_(False)
+        rows, ours = self.generator.get_input_embeddings().num_embeddings, self.encoder.get_input_embeddings().num_embeddings
+        if rows != ours:
+            raise UserError(f"DiffCSE generator {self.params['generator']!r}: vocabulary of {rows} tokens, but the encoder "
+                            f"{model_path!r} has {ours}; the generator reads the encoder tokenizer's ids, so it needs the "
+                            "same vocabulary (e.g. distilbert-base-uncased for a bert-base-uncased encoder)")
         self._cls_input = None
         # the conditioning: the discriminator's embedding output at [CLS] is the sentence vector (DiffCSE's
         # modeling_bert.py, cls_input), set by loss() just before the discriminator runs

@@ -37,7 +37,9 @@ TOKENS = {"CoLA": 16, "SST-2": 32, "MRPC": 64, "STS-B": 40, "QQP": 40, "MNLI": 4
 STS_TOKENS, UD_TOKENS = 20, 32  # per sentence
 BYTES_PER_PARAM = 4  # a float32 checkpoint file
 # released models a CPU table leaves out (too slow there): parameters, layers, hidden size, heads of their config.json
-KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16)}
+KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16),
+               # DiffCSE's generator at paper (DistilBertForMaskedLM of the published config)
+               "distilbert/distilbert-base-uncased": (66_985_530, 6, 768, 12)}
 
 GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
              "attention-maps", "transfer", "fitencode", "contrastive"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU

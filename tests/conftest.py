@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,17 +54,58 @@ def minilm(minilm_path):
     return encoders.load_transformer(minilm_path)
 
 
-def run_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+class Background:
+    """A command running beside the tests: its output goes to files beside `workdir` (a pipe nobody reads would fill
+    and stall it), `result()` waits for it. Its own process group, so `kill()` stops Snakemake and its jobs."""
+
+    def __init__(self, cmd: list[str], workdir: Path, env: dict, timeout: float):
+        self.out, self.err = workdir.with_name(workdir.name + ".stdout"), workdir.with_name(workdir.name + ".stderr")
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=err, start_new_session=True)
+        self.timeout, self.deadline = timeout, time.monotonic() + timeout
+
+    def result(self) -> subprocess.CompletedProcess:
+        try:
+            code = self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise subprocess.TimeoutExpired(self.proc.args, self.timeout) from None
+        return subprocess.CompletedProcess(self.proc.args, code, self.out.read_text(errors="replace"),
+                                           self.err.read_text(errors="replace"))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def start_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None, timeout: float = 1800) -> Background:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})}, timeout=1800)
+    return Background(cmd, workdir, {**os.environ, **(env or {})}, timeout)
+
+
+def run_snakemake(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return start_snakemake(repo, workdir, *args, env=env).result()
+
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def tiny_config(repo: Path, data_root: Path, claims: list[str] | None = None) -> list[str]:
+    """The --config arguments of a tiny-tier run offline (every claim, or only `claims`)."""
+    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}"]
+    if claims is not None:
+        config.append(f"claims={json.dumps(claims)}")
+    return config
 
 
 def run_tiny_tier(repo: Path, workdir: Path, data_root: Path, claims: list[str] | None = None) -> list[str]:
     """Runs the tiny tier offline in workdir (every claim, or only `claims`); returns the --config arguments it used."""
-    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}"]
-    if claims is not None:
-        config.append(f"claims={json.dumps(claims)}")
-    res = run_snakemake(repo, workdir, "--cores", "2", *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    config = tiny_config(repo, data_root, claims)
+    res = run_snakemake(repo, workdir, "--cores", "2", *config, env=OFFLINE)
     assert res.returncode == 0, res.stderr[-3000:]
     return config
 
@@ -143,31 +186,69 @@ def run_slurm(repo: Path, workdir: Path, *args: str, env: dict | None = None) ->
     return run_snakemake(repo, workdir, "--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS, *args, env=env)
 
 
+# The session's two long workflow runs (the whole tiny tier; the covering claims again, through SLURM in CI) start
+# together in the background as the session starts, when a collected test needs them, and the tests that need no
+# run go on meanwhile: most of those are one process on one core, so alone they would leave the other core idle for
+# minutes. A background run gets more time than a foreground one: it shares the cores with the tests.
+LONG_RUNS = ("tiny_run", "second_run")
+BACKGROUND_TIMEOUT = 3600
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests that wait for a long run go last (a stable sort keeps every other order), so the rest run while the
+    long runs do."""
+    items.sort(key=lambda item: any(name in item.fixturenames for name in LONG_RUNS))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def long_runs(request, tmp_path_factory, repo, data_root):
+    """name -> (workdir, config, Background, SLURM jobs before it started or None) for each long run the session's
+    tests need; stopped at the session's end if still running (-x, Ctrl-C)."""
+    needed = {name for item in request.session.items for name in LONG_RUNS if name in item.fixturenames}
+    started = {}
+    if "tiny_run" in needed:
+        work, config = tmp_path_factory.mktemp("wf"), tiny_config(repo, data_root)
+        started["tiny_run"] = (work, config, start_snakemake(repo, work, "--cores", "2", *config, env=OFFLINE,
+                                                              timeout=BACKGROUND_TIMEOUT), None)
+    if "second_run" in needed:
+        if REQUIRE_SLURM and not slurm_cluster():
+            pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
+        work, claims = tmp_path_factory.mktemp("wf-again"), cover(repo)
+        config = tiny_config(repo, data_root, claims)
+        if slurm_cluster():
+            before = set(slurm_jobs())
+            profile = ["--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS]
+            bg = start_snakemake(repo, work, *profile, *config, env=OFFLINE, timeout=BACKGROUND_TIMEOUT)
+        else:
+            before, bg = None, start_snakemake(repo, work, "--cores", "2", *config, env=OFFLINE, timeout=BACKGROUND_TIMEOUT)
+        started["second_run"] = (work, claims, bg, before)
+    yield started
+    for *_, bg, _ in started.values():
+        bg.kill()
+
+
 @pytest.fixture(scope="session")
-def second_run(tmp_path_factory, repo, data_root, covering_claims):
+def second_run(long_runs):
     """The covering claims run once more in a fresh folder, through the slurm profile where a SLURM cluster answers
     (CI: .ci/run starts one), else locally: (workdir, claims, jobs), jobs being the SLURM jobs it submitted (as
     slurm_jobs), or None for a local run. One run serves two proofs: test_determinism compares it with tiny_run (the
-    same seed gives the same bytes, across executors too), test_slurm checks its jobs in squeue."""
-    if REQUIRE_SLURM and not slurm_cluster():
-        pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
-    work = tmp_path_factory.mktemp("wf-again")
-    if not slurm_cluster():
-        run_tiny_tier(repo, work, data_root, covering_claims)
-        return work, covering_claims, None
-    config = ["--config", "tier=tiny", f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
-              f"claims={json.dumps(covering_claims)}"]
-    before = set(slurm_jobs())
-    res = run_slurm(repo, work, *config, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    same seed gives the same bytes, across executors too), test_slurm checks its jobs in squeue. Started in the
+    background with the session (long_runs); this waits for it."""
+    work, claims, bg, before = long_runs["second_run"]
+    res = bg.result()
     assert res.returncode == 0, res.stderr[-3000:]
-    return work, covering_claims, {i: v for i, v in slurm_jobs().items() if i not in before}
+    jobs = None if before is None else {i: v for i, v in slurm_jobs().items() if i not in before}
+    return work, claims, jobs
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, tiny_tier):
-    """One tiny-tier run shared by every test file that needs it (it takes minutes)."""
-    work = tmp_path_factory.mktemp("wf")
-    return work, tiny_tier(work)
+def tiny_run(long_runs):
+    """One tiny-tier run shared by every test file that needs it (it takes minutes; started in the background with the
+    session, long_runs): (workdir, its --config arguments)."""
+    work, config, bg, _ = long_runs["tiny_run"]
+    res = bg.result()
+    assert res.returncode == 0, res.stderr[-3000:]
+    return work, config
 
 
 def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:

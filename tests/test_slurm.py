@@ -74,8 +74,9 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, second_run):
     assert {entry.get(_rule(c, rules)) for _, c, _, _ in new.values()} & (set(table) - {"default"})
 
 
-def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_root):
-    """A job that fails inside SLURM (a malformed data row, let through planning by allow_unverified_data)."""
+def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_root, second_run):
+    """A job that fails inside SLURM (a malformed data row, let through planning by allow_unverified_data). It waits
+    for the background second_run, so the jobs it counts as its own are only its own."""
     before = set(slurm_jobs())
     root = broken_data_root(tmp_path)
     res = run_slurm(repo, tmp_path, "--retries", "0", "--config", "tier=tiny", f"data_root={root}", "allow_unverified_data=true",

@@ -102,10 +102,18 @@ def tiny_config(repo: Path, data_root: Path, claims: list[str] | None = None) ->
     return config
 
 
+def start_tiny_tier(repo: Path, workdir: Path, data_root: Path, claims: list[str] | None = None, *profile: str,
+                    timeout: float = 1800) -> tuple[list[str], Background]:
+    """Starts the tiny tier offline in workdir (every claim, or only `claims`), locally on 2 cores or with the given
+    profile arguments (slurm_profile); returns its --config arguments and the running command."""
+    config = tiny_config(repo, data_root, claims)
+    return config, start_snakemake(repo, workdir, *(profile or ("--cores", "2")), *config, env=OFFLINE, timeout=timeout)
+
+
 def run_tiny_tier(repo: Path, workdir: Path, data_root: Path, claims: list[str] | None = None) -> list[str]:
     """Runs the tiny tier offline in workdir (every claim, or only `claims`); returns the --config arguments it used."""
-    config = tiny_config(repo, data_root, claims)
-    res = run_snakemake(repo, workdir, "--cores", "2", *config, env=OFFLINE)
+    config, bg = start_tiny_tier(repo, workdir, data_root, claims)
+    res = bg.result()
     assert res.returncode == 0, res.stderr[-3000:]
     return config
 
@@ -181,9 +189,14 @@ def slurm_jobs() -> dict[str, tuple[str, str, str, str]]:
             for i, state, mem, limit, comment in (line.split("|", 4) for line in out.splitlines() if line)}
 
 
+def slurm_profile(repo: Path) -> list[str]:
+    """Snakemake's arguments for the slurm profile (workflows/profiles/slurm) on the local test cluster."""
+    return ["--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS]
+
+
 def run_slurm(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Snakemake in workdir through the slurm profile (workflows/profiles/slurm) on the local test cluster."""
-    return run_snakemake(repo, workdir, "--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS, *args, env=env)
+    """Snakemake in workdir through the slurm profile on the local test cluster."""
+    return run_snakemake(repo, workdir, *slurm_profile(repo), *args, env=env)
 
 
 # The session's two long workflow runs (the whole tiny tier; the covering claims again, through SLURM in CI) start
@@ -207,20 +220,17 @@ def long_runs(request, tmp_path_factory, repo, data_root):
     needed = {name for item in request.session.items for name in LONG_RUNS if name in item.fixturenames}
     started = {}
     if "tiny_run" in needed:
-        work, config = tmp_path_factory.mktemp("wf"), tiny_config(repo, data_root)
-        started["tiny_run"] = (work, config, start_snakemake(repo, work, "--cores", "2", *config, env=OFFLINE,
-                                                              timeout=BACKGROUND_TIMEOUT), None)
+        work = tmp_path_factory.mktemp("wf")
+        config, bg = start_tiny_tier(repo, work, data_root, timeout=BACKGROUND_TIMEOUT)
+        started["tiny_run"] = (work, config, bg, None)
     if "second_run" in needed:
         if REQUIRE_SLURM and not slurm_cluster():
             pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
-        work, claims = tmp_path_factory.mktemp("wf-again"), cover(repo)
-        config = tiny_config(repo, data_root, claims)
-        if slurm_cluster():
-            before = set(slurm_jobs())
-            profile = ["--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS]
-            bg = start_snakemake(repo, work, *profile, *config, env=OFFLINE, timeout=BACKGROUND_TIMEOUT)
-        else:
-            before, bg = None, start_snakemake(repo, work, "--cores", "2", *config, env=OFFLINE, timeout=BACKGROUND_TIMEOUT)
+        work, claims = tmp_path_factory.mktemp("wf-again"), request.getfixturevalue("covering_claims")
+        slurm = slurm_cluster()
+        before = set(slurm_jobs()) if slurm else None
+        _, bg = start_tiny_tier(repo, work, data_root, claims, *(slurm_profile(repo) if slurm else ()),
+                                timeout=BACKGROUND_TIMEOUT)
         started["second_run"] = (work, claims, bg, before)
     yield started
     for *_, bg, _ in started.values():

@@ -191,6 +191,8 @@ def test_checkpoint_selection_keeps_the_best_dev_step(tiny_model, dev):
                       progress=False)
     steps = [h["step"] for h in res["history"]]
     assert steps == [0, 1, 2, 3, 4]
+    assert all(set(h) == {"step", "stsb_dev_spearman", "alignment", "uniformity"} for h in res["history"])
+    assert all(0 <= h["alignment"] <= 4 and h["uniformity"] <= 0 for h in res["history"])
     scores = [h["stsb_dev_spearman"] for h in res["history"][1:]]
     assert len(set(scores)) > 1  # the dev score moves, so picking the best is a real choice
     assert res["best_step"] == 1 + int(np.argmax(scores)) and res["best_spearman"] == max(scores)
@@ -199,6 +201,27 @@ def test_checkpoint_selection_keeps_the_best_dev_step(tiny_model, dev):
     assert set(res) >= {"objective", "history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",
                         "sentences_seen", "budget", "seed", "objective_params", "model"}
     assert res["sentences_seen"] == 4 * BUDGET["batch_size"] and res["steps_per_second"] > 0
+
+
+def test_dev_measures_alignment_and_uniformity_by_hand():
+    from plmclaims.data.sts import StsData
+
+    e1, e2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    vectors = {"a": 3 * e1, "b": e1 + e2, "c": e2, "d": -e2}  # unnormalised on purpose: the measures normalise
+
+    class Fixed:
+        def embed(self, sentences, batch_size, max_length):
+            return np.stack([vectors[s] for s in sentences])
+
+    # a-b is the only pair above 4 (SimCSE's positives), c-d a negative one
+    dev = StsData("STSBenchmark", "raw", "dev", ["a", "c"], ["b", "d"], np.array([4.6, 1.0]), ["STSBenchmark"])
+    got = train.dev_measures(Fixed(), dev, 8, 16)
+    assert got["alignment"] == pytest.approx(2 - math.sqrt(2))  # |e1 - (e1+e2)/sqrt2|^2
+    # squared distances of the 6 distinct pairs: ab 2-sqrt2, ac 2, ad 2, bc 2-sqrt2, bd 2+sqrt2, cd 4
+    sq = [2 - math.sqrt(2), 2, 2, 2 - math.sqrt(2), 2 + math.sqrt(2), 4]
+    assert got["uniformity"] == pytest.approx(math.log(np.mean(np.exp(-2 * np.array(sq)))))
+    assert got["stsb_dev_spearman"] == pytest.approx(1.0)  # two pairs ranked as gold ranks them
+    assert train.dev_spearman(Fixed(), dev, 8, 16) == got["stsb_dev_spearman"]
 
 
 def test_simcse_training_lowers_its_loss(tiny_model, dev):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import rankdata as scipy_rankdata
 from scipy.stats import spearmanr
 
 from plmclaims import stats
@@ -13,6 +14,19 @@ def test_spearman_matches_scipy_with_ties():
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 5, 200).astype(float), rng.normal(size=200)
     assert stats.spearman(x, y) == pytest.approx(spearmanr(x, y)[0])
+
+
+@pytest.mark.parametrize("shape,values", [((200,), 5), ((7,), 100), ((1,), 3), ((0,), 3), ((6, 9), 4), ((3, 4, 5), 2)])
+def test_rankdata_is_scipys_average_rank(shape, values):
+    rng = np.random.default_rng(sum(shape))
+    x = rng.integers(0, values, shape).astype(float)  # few distinct values: ties everywhere
+    assert np.array_equal(stats.rankdata(x), scipy_rankdata(x))
+    if x.ndim > 1:
+        assert np.array_equal(stats.rankdata(x, axis=1), scipy_rankdata(x, axis=1))
+        assert np.array_equal(stats.rankdata(x, axis=0), scipy_rankdata(x, axis=0))
+    if x.size:
+        x.flat[0] = np.nan
+        assert np.isnan(stats.rankdata(x)).all() and np.isnan(scipy_rankdata(x)).all()
 
 
 def test_three_aggregations_differ_as_defined():

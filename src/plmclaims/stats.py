@@ -6,7 +6,8 @@ same test items for both (paired), within each benchmark and subset (stratified)
 reflects which items happen to be in the test set. Where a measurement has several seeds, each
 resample averages the seeds' scores, so seed spread is reported beside, not mixed in.
 
-This module sits at the bottom of the package (numpy and scipy only). The metrics here are closed
+This module sits at the bottom of the package (numpy only: every job process imports it, and scipy.stats alone takes
+half a second to import). The metrics here are closed
 forms because the bootstrap calls them hundreds of thousands of times (sklearn's are 20-50x slower
 per call); evaluation/glue_metrics.py reports single scores with sklearn and scipy, and the tests
 check that both agree.
@@ -16,9 +17,29 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-from scipy.stats import rankdata
 
 AGGREGATIONS = ("all", "wmean", "mean")
+
+
+def rankdata(a, axis: int | None = None) -> np.ndarray:
+    """Ranks from 1, ties given the average of the ranks they span, NaN anywhere giving all NaN: what
+    scipy.stats.rankdata returns by default (tests/test_stats_methods.py compares them), along `axis` or, with no
+    axis, over the flattened array (a 1-D result)."""
+    a = np.asarray(a, dtype=float)
+    if axis is not None:
+        return np.apply_along_axis(rankdata, axis, a)
+    flat = a.ravel()
+    if np.isnan(flat).any():
+        return np.full(flat.shape, np.nan)
+    order = np.argsort(flat, kind="mergesort")
+    ordered = flat[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]  # where each run of equal values starts, in sorted order
+    group = np.cumsum(first) - 1
+    bounds = np.r_[np.flatnonzero(first), len(flat)]
+    average = (bounds[:-1] + bounds[1:] + 1) / 2.0  # a run over sorted positions [s, e) holds ranks s+1 .. e
+    out = np.empty(len(flat))
+    out[order] = average[group]
+    return out
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:

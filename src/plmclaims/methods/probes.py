@@ -20,12 +20,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree, shortest_path
-from scipy.stats import rankdata
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import LabelEncoder, StandardScaler
 
 from ..data.ud import HM_PUNCT_XPOS
+from ..stats import rankdata
 
 
 # ---------------------------------------------------------------- (a) classifier probes

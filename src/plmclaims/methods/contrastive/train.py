@@ -2,7 +2,8 @@
 
 Checkpoint selection follows the recipes (SimCSE, DiffCSE, PromptBERT, ConSERT all select on STS-B dev): every
 `eval_every` steps and at the last step, the Spearman of cosine on STS-B dev with the objective's test-time
-`embed`; the best state is kept in memory (a copy on the CPU) and loaded back at the end.
+`embed`; the best state is kept in memory (a copy on the CPU) and loaded back at the end. Each evaluation also records
+the alignment and uniformity of the dev vectors (dev_measures), from the same forward pass.
 """
 from __future__ import annotations
 
@@ -25,17 +26,37 @@ def check_budget(budget: dict) -> dict:
     return {"warmup": 0, **budget}
 
 
-def dev_spearman(objective, dev, batch_size: int, max_length: int) -> float:
-    """STS-B dev Spearman of cosine: each unique sentence embedded once, one forward pass per batch."""
-    from scipy.stats import spearmanr
+# SimCSE section 5 (after Wang & Isola 2020): positive pairs are STS-B dev pairs scored above 4 of 5
+POSITIVE_SCORE = 4.0
+
+
+def dev_measures(objective, dev, batch_size: int, max_length: int) -> dict:
+    """STS-B dev from one forward pass (each unique sentence embedded once): the Spearman of cosine, which selects the
+    checkpoint, and the two measures SimCSE reads its training with (Wang & Isola 2020), on L2-normalised vectors:
+    alignment = mean squared distance of positive pairs (gold > 4; lower is better) and uniformity = log mean
+    exp(-2 x squared distance) over all pairs of distinct sentences (lower is more uniform). They tell why a score
+    moves: vectors that spread apart (uniformity falls) while true paraphrases drift apart too (alignment rises)
+    separate sentences without ranking them."""
+    from ...stats import spearman
 
     sentences = dev.sentences()
     index = {s: i for i, s in enumerate(sentences)}
-    vec = objective.embed(sentences, batch_size, max_length)
+    vec = np.asarray(objective.embed(sentences, batch_size, max_length), dtype=np.float64)
     vec = vec / np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
     a = vec[[index[s] for s in dev.sentence1]]
     b = vec[[index[s] for s in dev.sentence2]]
-    return float(spearmanr((a * b).sum(1), dev.scores).statistic)
+    scores = np.asarray(dev.scores, dtype=np.float64)
+    positive = scores > POSITIVE_SCORE
+    sq = np.clip(2.0 - 2.0 * (vec @ vec.T), 0.0, None)  # squared distances of unit vectors
+    off = ~np.eye(len(vec), dtype=bool)
+    return {"stsb_dev_spearman": spearman((a * b).sum(1), scores),
+            "alignment": float(((a[positive] - b[positive]) ** 2).sum(1).mean()) if positive.any() else float("nan"),
+            "uniformity": float(np.log(np.exp(-2.0 * sq[off]).mean()))}
+
+
+def dev_spearman(objective, dev, batch_size: int, max_length: int) -> float:
+    """STS-B dev Spearman of cosine (the checkpoint-selection score)."""
+    return dev_measures(objective, dev, batch_size, max_length)["stsb_dev_spearman"]
 
 
 def batches(n_examples: int, batch_size: int, steps: int, rng: np.random.Generator):
@@ -80,8 +101,9 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
 
     def evaluate(step: int) -> None:
         nonlocal best_state, best
-        rho = dev_spearman(model, dev, eval_batch, budget["max_length"])
-        history.append({"step": step, "stsb_dev_spearman": rho})
+        measured = dev_measures(model, dev, eval_batch, budget["max_length"])
+        rho = measured["stsb_dev_spearman"]
+        history.append({"step": step, **measured})
         if step > 0 and (best is None or rho > best["stsb_dev_spearman"]):  # strict: the earliest of equal steps
             best = history[-1]
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}

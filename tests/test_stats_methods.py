@@ -110,7 +110,8 @@ def test_constant_predictions_have_zero_correlation():
 
 
 def test_bootstrap_metrics_agree_with_sklearn_and_scipy():
-    """stats keeps closed forms for speed inside the bootstrap; glue_metrics reports with sklearn/scipy: the same numbers."""
+    """stats keeps closed forms for speed inside the bootstrap, and glue_metrics reports with them: sklearn's and scipy's
+    numbers."""
     from scipy.stats import pearsonr
     from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
@@ -122,6 +123,9 @@ def test_bootstrap_metrics_agree_with_sklearn_and_scipy():
         assert stats.metric_function(name)(y, p) == pytest.approx(ref(y, p)), name
     g, s = rng.normal(size=300), rng.normal(size=300)
     assert stats.pearson(s, g) == pytest.approx(pearsonr(s, g)[0])
+    assert glue_metrics.score("STS-B", g, s) == pytest.approx({"pearson": 100 * pearsonr(g, s)[0],
+                                                               "spearman": 100 * spearmanr(g, s)[0]})
+    assert glue_metrics.score("CoLA", y, p)["matthews"] == pytest.approx(100 * matthews_corrcoef(y, p))
     assert glue_metrics.score("MRPC", y, p) == pytest.approx({"accuracy": 100 * accuracy_score(y, p), "f1": 100 * f1_score(y, p)})
     assert glue_metrics.score("STS-B", g, np.ones(300)) == {"pearson": 0.0, "spearman": 0.0}  # collapsed head, as in stats
     assert stats.matthews(y, np.ones(300)) == 0.0 and stats.f1(y, np.zeros(300)) == 0.0

@@ -9,8 +9,8 @@ resample averages the seeds' scores, so seed spread is reported beside, not mixe
 This module sits at the bottom of the package (numpy only: every job process imports it, and scipy.stats alone takes
 half a second to import). The metrics here are closed
 forms because the bootstrap calls them hundreds of thousands of times (sklearn's are 20-50x slower
-per call); evaluation/glue_metrics.py reports single scores with sklearn and scipy, and the tests
-check that both agree.
+per call); evaluation/glue_metrics.py reports a run's single scores with the same functions, and the tests
+check them against sklearn's and scipy's.
 """
 from __future__ import annotations
 

@@ -1,34 +1,23 @@
-"""GLUE metrics computed locally with sklearn and scipy (the `evaluate` metric scripts download code and do not work
-offline). The bootstrap uses the closed forms in stats.py; tests/test_stats_methods.py checks that both agree."""
+"""GLUE metrics, computed locally (the `evaluate` metric scripts download code and do not work offline) with the
+closed forms in stats.py, the same functions the verdict's bootstrap resamples: numpy only, so a fine-tuning job skips
+importing scipy.stats and sklearn (a second together). tests/test_stats_methods.py and
+tests/test_finetuning_methods.py check them against sklearn's and scipy's definitions."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+from .. import stats
 
 TASK_METRICS = {"CoLA": ("matthews",), "SST-2": ("accuracy",), "MRPC": ("accuracy", "f1"), "RTE": ("accuracy",),
                 "STS-B": ("pearson", "spearman"), "WNLI": ("accuracy",), "QNLI": ("accuracy",),
                 "MNLI": ("accuracy",), "QQP": ("accuracy", "f1")}  # MNLI: matched dev (glue.load_hub); as GLUE reports them
-
-
-def _correlation(fn):
-    def score(y, p) -> float:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConstantInputWarning)
-            r = fn(y, p)[0]
-        return 0.0 if np.isnan(r) else float(r)  # a constant predictor (a collapsed regression head): 0, as in stats
-    return score
-
-
-METRICS = {"accuracy": accuracy_score, "f1": lambda y, p: f1_score(y, p, zero_division=0.0),
-           "matthews": matthews_corrcoef, "pearson": _correlation(pearsonr), "spearman": _correlation(spearmanr)}
+# Matthews as the Pearson of 0/1 labels is the binary case, which is CoLA's; a constant predictor scores 0 throughout
+METRICS = {m: stats.metric_function(m) for m in ("accuracy", "f1", "matthews", "pearson", "spearman")}
 
 
 def score(task: str, labels, predictions, scale: float = 100.0) -> dict[str, float]:
     """Every metric the task reports, x scale; predictions are class ids, or scores for STS-B."""
     y, p = np.asarray(labels, dtype=float), np.asarray(predictions, dtype=float)
-    if not np.isfinite(p).all():  # sklearn rejects NaN; the run is marked degenerate by its writer
+    if not np.isfinite(p).all():  # no score for NaN predictions; the run is marked degenerate by its writer
         return {m: float("nan") for m in TASK_METRICS[task]}
     return {m: float(METRICS[m](y, p)) * scale for m in TASK_METRICS[task]}

@@ -303,3 +303,24 @@ def test_a_diffcse_run_loads_its_generator_from_the_tiers_asset(repo, tmp_path, 
     values = json.loads(out.read_text())["values"]
     assert values["generator"] == {"asset": "tiny-generator", "model": str(gen), "revision": None}
     assert values["objective_params"]["generator"] == str(gen) and values["best_step"] in (0, 1)
+
+
+def test_training_figure_draws_each_measure_from_the_runs_that_recorded_it(tmp_path):
+    from plmclaims import report
+
+    def run(name, history, random=False):
+        path = tmp_path / "runs" / "contrastive" / ("m.random-s1" if random else "m.s1") / name / "s1" / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"values": {"history": history, "random_weights": random}}))
+        return str(path)
+
+    new = [{"step": s, "stsb_dev_spearman": 0.3, "alignment": 0.1, "uniformity": -0.5} for s in (0, 50, 100)]
+    old = [{"step": s, "stsb_dev_spearman": 0.3} for s in (0, 50, 100)]  # a run from before the measures
+    released = [{"step": 0, "stsb_dev_spearman": 0.7, "alignment": 0.1, "uniformity": -1.0}]  # evaluated, not trained
+    runs = [run("simcse", new), run("simcse", new, random=True), run("declutr", old), run("diffcse", released),
+            str(tmp_path / "runs" / "contrastive" / "gone" / "metrics.json")]
+    verdicts = [{"protocol": {"family": "contrastive"}, "runs": runs}, {"protocol": {"family": "sts"}, "runs": runs}]
+    drawn = report.training_plot(verdicts, tmp_path / "fig.png")
+    assert drawn == {"stsb_dev_spearman": 3, "uniformity": 2, "alignment": 2}
+    assert (tmp_path / "fig.png").stat().st_size > 0
+    assert report.training_plot([verdicts[1]], tmp_path / "none.png") == {k: 0 for k in drawn}

@@ -300,9 +300,17 @@ def curves_plot(verdicts: list[dict], out: Path) -> None:
     _save(fig, out)
 
 
-def training_plot(verdicts: list[dict], out: Path) -> None:
-    """STS-B dev Spearman over training steps of the contrastive runs the verdicts read: one colour per objective (its
-    seeds as thin lines), the same training from random weights dashed. Read from each run's metrics.json history."""
+# what each panel of the training figure plots from a run's history: (key, label, scale)
+TRAINING_PANELS = (("stsb_dev_spearman", "STS-B dev Spearman x 100", 100.0),
+                   ("uniformity", "uniformity (log E exp(-2d^2); lower: more spread)", 1.0),
+                   ("alignment", "alignment (gold > 4 pairs, E d^2; lower: closer)", 1.0))
+
+
+def training_plot(verdicts: list[dict], out: Path) -> dict[str, int]:
+    """The contrastive runs the verdicts read, over training steps: STS-B dev Spearman (checkpoint selection) and the
+    uniformity and alignment of the dev vectors (SimCSE section 5), one colour per objective (its seeds as thin
+    lines), the same training from random weights dashed. Read from each run's metrics.json history; a run that
+    predates a measure has no line in its panel. Returns the number of runs drawn per panel (its history key)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -310,8 +318,9 @@ def training_plot(verdicts: list[dict], out: Path) -> None:
 
     paths = sorted({p for v in verdicts if v.get("protocol", {}).get("family") == "contrastive"
                     for p in v.get("runs", []) if "/runs/contrastive/" in p and Path(p).exists()})
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, axes = plt.subplots(1, len(TRAINING_PANELS), figsize=(15, 4.5))
     colours: dict[str, str] = {}
+    drawn = {key: 0 for key, _, _ in TRAINING_PANELS}
     for p in paths:
         values = json.loads(Path(p).read_text())["values"]
         history = values.get("history") or []
@@ -319,22 +328,30 @@ def training_plot(verdicts: list[dict], out: Path) -> None:
             continue
         method = p.split("/runs/contrastive/")[1].split("/")[1]
         colour = colours.setdefault(method, f"C{len(colours) % 10}")
-        random = bool(values.get("random_weights"))
-        ax.plot([h["step"] for h in history], [100 * h["stsb_dev_spearman"] for h in history], "--" if random else "-",
-                color=colour, lw=1, alpha=0.8)
+        style = "--" if values.get("random_weights") else "-"
+        for ax, (key, _, scale) in zip(axes, TRAINING_PANELS):
+            points = [(h["step"], scale * h[key]) for h in history if key in h]
+            if len(points) >= 2:
+                ax.plot(*zip(*points), style, color=colour, lw=1, alpha=0.8)
+                drawn[key] += 1
     for method, colour in colours.items():
-        ax.plot([], [], "-", color=colour, label=method)
+        axes[0].plot([], [], "-", color=colour, label=method)
     if colours:
-        ax.plot([], [], "--", color="0.4", label="from random weights")
-        ax.legend(fontsize=7, ncol=2)
-    else:
-        ax.text(0.5, 0.5, "no contrastive training ran", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("STS-B dev Spearman x 100")
-    ax.set_title("contrastive objectives: checkpoint selection on STS-B dev (one line per run)", fontsize=9)
-    ax.grid(alpha=0.3)
+        axes[0].plot([], [], "--", color="0.4", label="from random weights")
+        axes[0].legend(fontsize=7, ncol=2)
+    for ax, (key, label, _) in zip(axes, TRAINING_PANELS):
+        if not drawn[key]:
+            ax.text(0.5, 0.5, "no run recorded this" if colours else "no contrastive training ran", ha="center",
+                    transform=ax.transAxes)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].set_title("checkpoint selection on STS-B dev (one line per run)", fontsize=9)
+    axes[1].set_title("uniformity of the dev vectors", fontsize=9)
+    axes[2].set_title("alignment of the dev paraphrases", fontsize=9)
     fig.tight_layout()
     _save(fig, out)
+    return drawn
 
 
 def _protocol_summary(proto: dict) -> str:

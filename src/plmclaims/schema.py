@@ -57,8 +57,35 @@ class _Refused(Exception):
     """Raised inside the loader: (1-based line, what is wrong and what to do)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that bounds nesting and refuses duplicate keys (PyYAML keeps the last one silently)."""
+class _Strict:
+    """What both loaders add to SafeLoader: duplicate keys refused (PyYAML keeps the last one silently) and the
+    document's expanded size and depth bounded before it is constructed."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` merges are overridden by explicit keys, as YAML intends
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:
+                continue  # an unhashable key: SafeLoader's own error names it
+            if first != key_node.start_mark.line + 1:
+                raise _Refused(key_node.start_mark.line + 1, f"duplicate key {short(key)} (first at line {first}); keep one")
+        return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep)
+
+    def get_single_data(self):
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return self.construct_document(node)
+
+
+class _StrictLoader(_Strict, yaml.SafeLoader):
+    """The pure-Python loader, which bounds nesting while it composes (with the line) and words every syntax error
+    the way the messages users see do."""
 
     def __init__(self, stream):
         super().__init__(stream)
@@ -74,26 +101,39 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *base` merges are overridden by explicit keys, as YAML intends
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:
-                continue  # an unhashable key: SafeLoader's own error names it
-            if first != key_node.start_mark.line + 1:
-                raise _Refused(key_node.start_mark.line + 1, f"duplicate key {short(key)} (first at line {first}); keep one")
-        return super().construct_mapping(node, deep)
 
-    def get_single_data(self):
-        node = self.get_single_node()
-        if node is None:
-            return None
-        _check_expansion(node)
-        return self.construct_document(node)
+# libyaml's parser, where PyYAML was built with it: ten times faster, and every job process and every Snakefile parse
+# reads all the claims. Its composer recurses in C, so it only reads documents whose nesting _nesting_within has
+# checked from the (iterative) event stream; anything else, and any syntax error, goes to _StrictLoader.
+_FastStrictLoader = type("_FastStrictLoader", (_Strict, yaml.CSafeLoader), {}) if yaml.__with_libyaml__ else None
+
+
+def _nesting_within(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the document parses (events only) and nests at most `limit` nodes deep, counted as _StrictLoader
+    counts them (a scalar inside n collections is at depth n + 1)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > limit:
+                    return False
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)) and depth + 1 > limit:
+                return False
+    except yaml.YAMLError:
+        return False
+    return True
+
+
+def _load(text: str):
+    if _FastStrictLoader is not None and _nesting_within(text):
+        try:
+            return yaml.load(text, Loader=_FastStrictLoader)  # noqa: S506 (a CSafeLoader subclass)
+        except yaml.YAMLError:
+            pass  # the pure-Python loader words it (libyaml's messages differ)
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def _children(node) -> list:
@@ -166,7 +206,7 @@ def read_yaml(path: Path) -> dict:
         raise UserError(f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); "
                         "save it as UTF-8 (a UTF-16, Latin-1 or binary file cannot be read)") from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        data = _load(text)
         _check_values(data)
     except _Refused as err:
         line, problem = err.args

@@ -23,8 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent
-sys.path.insert(0, str(REPO))
+HERE = Path(__file__).resolve().parent  # benchmarks/
+sys.path.insert(0, str(HERE))
 from bench_contrastive import micro_bert  # noqa: E402  (the same model lookup as the speed benchmark)
 
 
@@ -45,8 +45,8 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=micro["budget"]["lr"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--random-weights", action="store_true", help="train the random-weights twin instead")
-    ap.add_argument("--data-root", default=str(REPO.parent.parent / "shared" / "data"))
-    ap.add_argument("--resources", default=str(REPO.parent / "resources" / "micro"))
+    ap.add_argument("--data-root", default=str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--resources", default=str(HERE.parent / "resources" / "micro"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the curves to this file")
     args = ap.parse_args()

@@ -300,10 +300,11 @@ def curves_plot(verdicts: list[dict], out: Path) -> None:
     _save(fig, out)
 
 
-# what each panel of the training figure plots from a run's history: (key, label, scale)
-TRAINING_PANELS = (("stsb_dev_spearman", "STS-B dev Spearman x 100", 100.0),
-                   ("uniformity", "uniformity (log E exp(-2d^2); lower: more spread)", 1.0),
-                   ("alignment", "alignment (gold > 4 pairs, E d^2; lower: closer)", 1.0))
+# what each panel of the training figure plots from a run's history: (key, title, axis label, scale)
+TRAINING_PANELS = (("stsb_dev_spearman", "checkpoint selection on STS-B dev (one line per run)",
+                    "STS-B dev Spearman x 100", 100.0),
+                   ("uniformity", "uniformity of the dev vectors", "uniformity (log E exp(-2d^2); lower: more spread)", 1.0),
+                   ("alignment", "alignment of the dev paraphrases", "alignment (gold > 4 pairs, E d^2; lower: closer)", 1.0))
 
 
 def training_plot(verdicts: list[dict], out: Path) -> dict[str, int]:
@@ -320,7 +321,7 @@ def training_plot(verdicts: list[dict], out: Path) -> dict[str, int]:
                     for p in v.get("runs", []) if "/runs/contrastive/" in p and Path(p).exists()})
     fig, axes = plt.subplots(1, len(TRAINING_PANELS), figsize=(15, 4.5))
     colours: dict[str, str] = {}
-    drawn = {key: 0 for key, _, _ in TRAINING_PANELS}
+    drawn = {key: 0 for key, *_ in TRAINING_PANELS}
     for p in paths:
         values = json.loads(Path(p).read_text())["values"]
         history = values.get("history") or []
@@ -329,7 +330,7 @@ def training_plot(verdicts: list[dict], out: Path) -> dict[str, int]:
         method = p.split("/runs/contrastive/")[1].split("/")[1]
         colour = colours.setdefault(method, f"C{len(colours) % 10}")
         style = "--" if values.get("random_weights") else "-"
-        for ax, (key, _, scale) in zip(axes, TRAINING_PANELS):
+        for ax, (key, _, _, scale) in zip(axes, TRAINING_PANELS):
             points = [(h["step"], scale * h[key]) for h in history if key in h]
             if len(points) >= 2:
                 ax.plot(*zip(*points), style, color=colour, lw=1, alpha=0.8)
@@ -339,16 +340,14 @@ def training_plot(verdicts: list[dict], out: Path) -> dict[str, int]:
     if colours:
         axes[0].plot([], [], "--", color="0.4", label="from random weights")
         axes[0].legend(fontsize=7, ncol=2)
-    for ax, (key, label, _) in zip(axes, TRAINING_PANELS):
+    for ax, (key, title, label, _) in zip(axes, TRAINING_PANELS):
         if not drawn[key]:
             ax.text(0.5, 0.5, "no run recorded this" if colours else "no contrastive training ran", ha="center",
                     transform=ax.transAxes)
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("training step")
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0].set_title("checkpoint selection on STS-B dev (one line per run)", fontsize=9)
-    axes[1].set_title("uniformity of the dev vectors", fontsize=9)
-    axes[2].set_title("alignment of the dev paraphrases", fontsize=9)
     fig.tight_layout()
     _save(fig, out)
     return drawn

@@ -6,11 +6,11 @@ same test items for both (paired), within each benchmark and subset (stratified)
 reflects which items happen to be in the test set. Where a measurement has several seeds, each
 resample averages the seeds' scores, so seed spread is reported beside, not mixed in.
 
-This module sits at the bottom of the package (numpy only: every job process imports it, and scipy.stats alone takes
-half a second to import). The metrics here are closed
-forms because the bootstrap calls them hundreds of thousands of times (sklearn's are 20-50x slower
-per call); evaluation/glue_metrics.py reports a run's single scores with the same functions, and the tests
-check them against sklearn's and scipy's.
+This module sits at the bottom of the package (numpy only: every job process imports it, and scipy.stats
+alone takes half a second to import). The metrics here are closed forms because the bootstrap calls
+them hundreds of thousands of times (sklearn's are 20-50x slower per call); evaluation/glue_metrics.py
+reports a run's single scores with the same functions, and the tests check them against sklearn's and
+scipy's.
 """
 from __future__ import annotations
 

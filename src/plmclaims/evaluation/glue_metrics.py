@@ -12,7 +12,7 @@ TASK_METRICS = {"CoLA": ("matthews",), "SST-2": ("accuracy",), "MRPC": ("accurac
                 "STS-B": ("pearson", "spearman"), "WNLI": ("accuracy",), "QNLI": ("accuracy",),
                 "MNLI": ("accuracy",), "QQP": ("accuracy", "f1")}  # MNLI: matched dev (glue.load_hub); as GLUE reports them
 # Matthews as the Pearson of 0/1 labels is the binary case, which is CoLA's; a constant predictor scores 0 throughout
-METRICS = {m: stats.metric_function(m) for m in ("accuracy", "f1", "matthews", "pearson", "spearman")}
+METRICS = {m: stats.metric_function(m) for names in TASK_METRICS.values() for m in names}
 
 
 def score(task: str, labels, predictions, scale: float = 100.0) -> dict[str, float]:

@@ -276,3 +276,50 @@ def test_diffcse_refuses_a_generator_with_another_vocabulary_in_one_line(tiny_mo
         diffcse.Objective(tiny_model, {"generator": gen}, seed=0)
     msg = str(err.value)
     assert "\n" not in msg and "generator" in msg and gen in msg and "vocabulary" in msg
+
+
+# --- the cost plan's passes per step (costs.CONTRASTIVE_STEP) are the ones each loss runs
+
+DOCUMENTS = [["the red dog sees a house .", "the red dog likes a tree ."] * 4, ["one two three four five six ."] * 6,
+             ["a man plays a guitar on the stage ."] * 5]
+
+
+@pytest.mark.parametrize("name", sorted(contrastive.OBJECTIVES))
+def test_the_cost_plans_passes_per_step_are_the_ones_the_loss_runs(tiny_model, name):
+    """Sequences through each network in one loss() call, counted with forward hooks, per batch example: what
+    `plmclaims plan` prices each contrastive run at. PromptBERT's template-only denoising passes (their own position
+    ids, one row per sentence length) are priced apart and counted apart here."""
+    from collections import Counter
+
+    from plmclaims import costs
+
+    module = contrastive.get(name)
+    obj = module.Objective(tiny_model, {"predictor_hidden_mult": 2} if name == "bsl" else {}, seed=0)
+    examples = DOCUMENTS if module.INPUT == "documents" else SENTENCES[:6]
+    if name == "rankencoder":  # the reference corpus is encoded once before the first step, priced per run
+        obj.set_reference(SENTENCES)
+        obj.base_reference(max_length=16)
+    rows: Counter = Counter()
+    roles = {"encoder": "trained", "discriminator": "trained", "target": "frozen", "base": "frozen",
+             "generator": "generator"}
+
+    def hook(role):
+        def count(mod, args, kwargs, out):
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            template = name == "promptbert" and kwargs.get("position_ids") is not None
+            rows["template" if template else role] += ids.shape[0]
+        return count
+
+    for attr, role in roles.items():
+        if isinstance(getattr(obj, attr, None), torch.nn.Module):
+            getattr(obj, attr).register_forward_hook(hook(role), with_kwargs=True)
+    obj.train()
+    batch = obj.make_batch(examples, np.random.default_rng(0), 16)
+    obj.loss(batch)
+    step = costs.CONTRASTIVE_STEP[name]
+    n = len(examples)
+    assert {r: k for r, k in rows.items() if r != "template"} == {r: step[r] * n for r in ("trained", "frozen", "generator") if r in step}
+    if name == "promptbert":  # one template-only row per distinct sentence length, per view
+        assert 2 <= rows["template"] <= 2 * n
+    trained_models = sum(1 for attr in ("encoder", "discriminator") if isinstance(getattr(obj, attr, None), torch.nn.Module))
+    assert step.get("models", 1) == trained_models

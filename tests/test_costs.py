@@ -189,3 +189,50 @@ def test_a_released_finetune_of_a_measured_base_costs_at_the_base_row(repo):
     assert not any(arch.scaled for arch in got.values())
     # a hub model of no published shape stays unknown rather than borrowing a row
     assert costs.architecture({"kind": "transformer", "source": "hub", "id": "someone/unknown-model"}, table) is None
+
+
+def test_pretraining_is_costed_at_its_own_steps_and_size(repo):
+    """The micro-BERT's pre-training is a run like any other: its steps, examples and hours (it was priced at zero)."""
+    tier = load_tier("micro")
+    plans = plan_all(load_claims(repo / "replications", ["sts/whitening-improves-bert"]), tier)
+    run = next(r for p in plans for r in all_runs(p.score_runs()).values() if r.kind == "pretrain")
+    c = costs.run_cost(run, TABLE)
+    train = tier["assets"][run.asset]["train"]
+    assert c.steps == train["steps"] and c.examples == train["steps"] * train["batch_size"]
+    assert c.arch == "micro-bert (scaled)" and c.seconds > 0 and c.peak_mb > 0 and not c.unknown
+    longer = copy.deepcopy(run)
+    longer.spec["tier"]["assets"][run.asset]["train"]["steps"] *= 2
+    assert costs.run_cost(longer, TABLE).seconds == pytest.approx(2 * c.seconds)
+
+
+def _contrastive(plans, method):
+    return next(r for r in _runs(plans, "contrastive") if r.method == method and not r.params.get("released")
+                and r.instance.startswith("bert-base-uncased"))  # the row TABLE has
+
+
+def test_each_contrastive_objective_pays_for_its_own_passes(paper):
+    """SimCSE: two trained views; BSL adds its EMA target's forward passes and weights; DiffCSE a second trained BERT
+    (the discriminator) and the generator's forward passes at the generator's size; every objective is in the table."""
+    from plmclaims.methods.contrastive import OBJECTIVES
+
+    assert set(costs.CONTRASTIVE_STEP) == set(OBJECTIVES)
+    tier, plans = paper
+    simcse = _contrastive(plans, "simcse")
+    base = costs.run_cost(simcse, TABLE)
+    b = tier["contrastive"]["budget"]
+    per_seq = min(b["max_length"], 2 * costs.STS_TOKENS)
+    eval_s = 2 * 100e6 * ((b["steps"] // b["eval_every"] + 2) * 2 * 1500 + 2 * costs.STS_PAIRS) * costs.STS_TOKENS / (2 * 100e6 * 1000.0)
+    train_s = 6 * 100e6 * 2 * b["steps"] * b["batch_size"] * per_seq / (6 * 100e6 * 250.0)
+    assert base.seconds == pytest.approx(eval_s + train_s)
+    bsl = copy.deepcopy(simcse)
+    bsl.spec["fields"]["method"] = "bsl"
+    c = costs.run_cost(bsl, TABLE)
+    assert c.seconds == pytest.approx(base.seconds + 2 * b["steps"] * b["batch_size"] * per_seq / 1000.0)
+    assert c.peak_mb == pytest.approx(base.peak_mb + 4 * 100e6 / 2**20)  # the target's float32 weights
+    diffcse = _contrastive(plans, "diffcse")
+    gen = costs.architecture(tier["assets"][diffcse.params["generator"]], TABLE)
+    assert gen is not None and gen.params < 100e6  # distilbert, scaled from the bert row by its own size
+    d = costs.run_cost(diffcse, TABLE)
+    generator_s = 2 * b["steps"] * b["batch_size"] * per_seq * gen.params / (100e6 * 1000.0)
+    assert d.seconds == pytest.approx(base.seconds + train_s + generator_s)
+    assert d.peak_mb > 2 * base.peak_mb  # two trained BERTs and the generator's weights

@@ -41,6 +41,23 @@ KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16),
                # DiffCSE's generator at paper (DistilBertForMaskedLM of the published config)
                "distilbert/distilbert-base-uncased": (66_985_530, 6, 768, 12)}
 
+# One training step of each contrastive objective as its loss() runs it (methods/contrastive/<name>.py; a test counts
+# the sequences with hooks on a tiny model): sequences per batch example forward + backward through weights that train
+# ('trained'), forward only through a frozen copy of the encoder ('frozen': BSL's EMA target, RankEncoder's base), and
+# forward only through the recipe's generator asset ('generator': DiffCSE's MLM, the encoder's own when none is named);
+# 'models': networks of the encoder's size whose weights, gradients and Adam states train (DiffCSE's discriminator)
+CONTRASTIVE_STEP = {
+    "simcse": {"trained": 2},  # two dropout views
+    "consert": {"trained": 2},  # the cut-off view and the token-shuffle view
+    "declutr": {"trained": 3},  # per document: one anchor and num_positives = 2 positive spans
+    "bsl": {"trained": 2, "frozen": 2},  # online views; the EMA target's views without gradients
+    "diffcse": {"trained": 4, "generator": 2, "models": 2},  # encoder and discriminator, two views each
+    "promptbert": {"trained": 2},  # both views in their template (PROMPT_TOKENS more), + template-only denoising passes
+    "rankencoder": {"trained": 2, "frozen": 1},  # the frozen base scores the batch for the rank targets
+}
+PROMPT_TOKENS = 10  # [CLS] This sentence : " [X] " means [MASK] . [SEP] around the sentence (an estimate)
+RANK_REFERENCE = 100_000  # RankEncoder's reference corpus (rankencoder.DEFAULTS corpus_size): encoded twice per run
+
 GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
              "attention-maps", "transfer", "fitencode", "contrastive"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
 # sentences per padded batch where the rule fixes it in code: compress-glue's dev pass (training._batches at 64),
@@ -151,7 +168,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
     """One planned run's training steps and examples, device seconds on the table's device and peak memory."""
     tier = run.spec["tier"]
     cost = RunCost(run.kind)
-    instance = run.spec["fields"].get("instance")
+    # a run names its model as an instance (<asset>[.s<seed>|.random-s<seed>]); pre-training names the asset it builds
+    instance = run.spec["fields"].get("instance") or (run.spec["fields"].get("asset") if run.kind == "pretrain" else None)
     if instance is None or run.kind not in GPU_KINDS:
         if run.kind == "probe" and run.method == "structural-probe":
             s = tier.get("probing", {}).get("structural", {})
@@ -163,6 +181,7 @@ def run_cost(run: Run, table: dict) -> RunCost:
     spec = tier["assets"][asset]
     train_tokens = infer_tokens = 0
     full, batch, seq = True, 1, 128
+    models, frozen_copies, generator = 1, 0, None  # contrastive only: see CONTRASTIVE_STEP
     if run.kind in ("finetune", "finetuned", "lm"):  # finetuned: the same fine-tuning, keeping its model for others
         section = tier["lm" if run.kind == "lm" else "finetune"]
         budget = section.get("budget", {})  # a zero-shot run reads no training budget
@@ -208,15 +227,30 @@ def run_cost(run: Run, table: dict) -> RunCost:
         train_tokens, full = cost.examples * seq, False
         infer_tokens = int(b.get("test_examples", 0)) * seq
     elif run.kind == "contrastive":
-        # two views of every batch sentence (two forward+backward passes: dropout views, templates, spans), then
-        # STS-B dev (1500 pairs) at every evaluation and the STS test sets once, without gradients
+        # the objective's passes per step (CONTRASTIVE_STEP), then STS-B dev (1500 pairs) at every evaluation and the
+        # STS test sets once, without gradients
         c = tier["contrastive"]
         b = {**c["budget"], **({"steps": 0} if run.params.get("released") else {})}
         cost.steps, batch, seq = int(b["steps"]), int(b["batch_size"]), int(b["max_length"])
         cost.examples = cost.steps * batch
-        train_tokens = 2 * cost.examples * min(seq, STS_TOKENS * 2)
+        step = CONTRASTIVE_STEP.get(run.method, {"trained": 2})
+        per_seq = min(seq, STS_TOKENS * 2)  # a corpus sentence cut at the budget's length
+        if run.method == "promptbert":  # the template around every view, and one template-only pass per length
+            per_seq += PROMPT_TOKENS
+            train_tokens = 2 * cost.steps * min(batch, seq) * PROMPT_TOKENS
+        train_tokens += step["trained"] * cost.examples * per_seq
+        frozen = step.get("frozen", 0) * cost.examples * per_seq
+        if run.method == "rankencoder" and cost.steps:
+            corpus = min(int(run.params.get("corpus_size", RANK_REFERENCE)),
+                         int(c.get("corpus", {}).get("max_sentences") or RANK_REFERENCE))
+            frozen += 2 * corpus * STS_TOKENS
         evals = cost.steps // int(b["eval_every"]) + 2
-        infer_tokens = (evals * 2 * 1500 + 2 * STS_PAIRS) * STS_TOKENS
+        infer_tokens = (evals * 2 * 1500 + 2 * STS_PAIRS) * STS_TOKENS + frozen
+        models, frozen_copies = int(step.get("models", 1)), int("frozen" in step)
+        if "generator" in step and cost.steps:
+            name = run.params.get("generator")
+            generator = (tier["assets"][name] if name else spec, step["generator"] * cost.examples * per_seq)
+        batch *= max(1, step["trained"] // models)  # the views of one model go through it in one pass
     elif run.kind == "pretrain":
         t = spec["train"]
         cost.steps, cost.examples = int(t["steps"]), int(t["steps"]) * int(t["batch_size"])
@@ -262,7 +296,15 @@ def run_cost(run: Run, table: dict) -> RunCost:
     k = 6 if full else 4
     cost.seconds = k * a.params * train_tokens / train_rate + 2 * a.params * infer_tokens / fwd_rate
     seq = min(seq, int(spec.get("max_length", seq)))
-    cost.peak_mb = _memory_mb(a, batch, seq, bool(train_tokens), full, t5)
+    cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
+    if generator is not None:  # a frozen model of its own size, at its own row's rate
+        g = architecture(generator[0], table)
+        if g is None:
+            cost.unknown = True
+        else:
+            g_row = table["architectures"][g.name]
+            cost.seconds += generator[1] / (g_row["params"] * g_row["forward_tokens_per_s"]) * g.params
+            cost.peak_mb += 4 * g.params / 2**20
     return cost
 
 

@@ -279,3 +279,20 @@ def test_an_incomplete_grid_is_not_decomposed():
     assert s["decomposition"] is None and s["grid"] == [[70.0, 72.0], [75.0, None]]
     assert s["failed_share"] == pytest.approx(1 / 3) and s["spread"] == pytest.approx(5.0)
     json.dumps(s)  # the verdict JSON can carry it
+
+
+def test_a_curve_with_too_few_usable_points_says_so(repo, tmp_path):
+    """A spread over 9 runs of which 8 collapsed, and a 1 x 1 grid (as CI's rehearsal cuts it): no shape to judge,
+    and the reason says how many points were usable rather than an empty list of degenerate runs."""
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 50})
+    cplan = P.plan_claim(_claim(repo), tier)
+    _write_grid(cplan, tmp_path, lambda x, t: 0.7, failed={(x, "MRPC") for x in range(1, 9)})
+    mrpc = next(c for c in decide_claim(cplan, tier, str(tmp_path))["checks"] if c["details"][0]["on"] == "MRPC")
+    reason = mrpc["details"][0]["reason"]
+    assert mrpc["outcome"] == "inconclusive" and "degenerate run(s): " in reason and "1 usable point(s)" in reason
+    one = with_overrides(tier, {"finetune.seed_grid": {"head": [1], "order": [1]}})
+    cplan = P.plan_claim(_claim(repo), one)
+    _write_grid(cplan, tmp_path / "one", lambda x, t: 0.7)
+    sst = next(c for c in decide_claim(cplan, one, str(tmp_path / "one"))["checks"] if c["details"][0]["on"] == "SST-2")
+    assert sst["outcome"] == "inconclusive"
+    assert sst["details"][0]["reason"] == "1 usable point(s) on the curve, a shape needs 2 or more"

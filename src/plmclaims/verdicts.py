@@ -889,7 +889,10 @@ def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, 
         # the spread and reported as the failed share; any other shape needs every point
         used = [k for k in keys if k not in failed] if check["shape"] == "spreads" else keys
         if (bad and check["shape"] != "spreads") or len(used) < 2:
-            details.append(Detail(target, "inconclusive", reason="degenerate run(s): " + "; ".join(bad)))
+            # a tier that plans fewer than two points (CI's rehearsal cuts the layers) has no shape to judge either
+            short = f"{len(used)} usable point(s) on the curve, a shape needs 2 or more"
+            details.append(Detail(target, "inconclusive", reason="; ".join(
+                ([f"degenerate run(s): {'; '.join(bad)}"] if bad else []) + ([short] if len(used) < 2 else []))))
             continue
         at = np.array([xs[keys.index(k)] for k in used])
         pts = np.array([series[k].on(target, tasks)[0] for k in used])

@@ -3,9 +3,14 @@
 Each model is built from its real configuration (the values of the hub's config.json at the tier's pins, written out
 here so nothing is downloaded) with random weights; throughput does not depend on the weights. On a GPU the shapes
 are the paper tier's (sequences of 512, batch 16 for training, 64 for encoding) in bf16 autocast where the device
-supports it, else float16 autocast; on a CPU they are short (sequences of 32, batch 2 and 4, the median of three timed
-steps after one warm-up) so the whole run stays within a few minutes on 2 cores. Training steps are forward + backward, without
-the optimizer step (elementwise, small against the matrix work at paper shapes).
+supports it, else float16 autocast; on a CPU they are the micro tier's (sequences of 32, batch 8 for training and 32
+for encoding, the median of three timed steps after one warm-up) on one thread, as the workflow runs each CPU job
+(`threads: 1`; its provenance records torch_threads), so a CPU table's hours are core-hours. Training steps are
+forward + backward, without the optimizer step (elementwise, small against the matrix work at paper shapes).
+
+Measure on an idle machine: a table taken beside other jobs prices every run at their contention (the first CPU
+table, taken so, was 10-40x slow). `benchmarks/plan_vs_measured.py` checks a table against the wall times a finished
+tier recorded.
 
     python benchmarks/throughput.py                 # every architecture, writes benchmarks/throughput/<device>.json
     python benchmarks/throughput.py --only t5-small # one architecture (for a quick look; prints, writes nothing)
@@ -61,7 +66,7 @@ CPU_SKIPS = ("t5-large",)
 def shapes(device: torch.device) -> dict:
     if device.type == "cuda":
         return {"seq_len": 512, "train_batch": 16, "forward_batch": 64, "warmup": 3, "steps": 10}
-    return {"seq_len": 32, "train_batch": 2, "forward_batch": 4, "warmup": 1, "steps": 3}
+    return {"seq_len": 32, "train_batch": 8, "forward_batch": 32, "warmup": 1, "steps": 3}
 
 
 def autocast_dtype(device: torch.device):
@@ -121,7 +126,8 @@ def device_name(device: torch.device) -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                return f"CPU {line.split(':', 1)[1].strip()} ({torch.get_num_threads()} threads)"
+                n = torch.get_num_threads()
+                return f"CPU {line.split(':', 1)[1].strip()} ({n} thread{'s' * (n != 1)})"
     except OSError:
         pass
     return f"CPU ({torch.get_num_threads()} threads)"
@@ -131,8 +137,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", choices=sorted(ARCHITECTURES), help="measure these only (prints, writes nothing)")
     ap.add_argument("--out", default=None, help="the JSON to write (default: benchmarks/throughput/<device-slug>.json)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.threads or device.type == "cpu":
+        torch.set_num_threads(args.threads or 1)
     dtype, shape = autocast_dtype(device), shapes(device)
     rows = {}
     names = args.only or [n for n in ARCHITECTURES if device.type == "cuda" or n not in CPU_SKIPS]
@@ -157,8 +167,8 @@ def main() -> None:
         "date": datetime.date.today().isoformat(), "torch": torch.__version__, "transformers": transformers.__version__,
         "threads": torch.get_num_threads(), **shape,
         "note": ("paper shapes" if device.type == "cuda" else
-                 "CPU: short sequences, small batches and the median of three timed steps (t5-large left out: "
-                 "too slow); CPU figures scale poorly to a GPU"),
+                 f"CPU, {torch.get_num_threads()} thread(s): the micro tier's shapes and the median of three timed "
+                 "steps (t5-large left out: too slow); CPU figures scale poorly to a GPU"),
         "architectures": rows,
     }
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60]

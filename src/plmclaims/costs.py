@@ -377,8 +377,10 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) ->
     lines = [f"tier {tier['name']}: {len(plans)} claims; device-hours from {table_path.name} ({table['device']}, "
              f"{table.get('dtype')}, measured {table.get('date')}, torch {table.get('torch')})"]
     if table.get("device_type") != "cuda":
-        lines.append("  CPU figures: measured at short sequences on a CPU; they scale poorly to a GPU (expect a GPU to be "
-                     "100-1000x faster); run benchmarks/throughput.py on the GPU for its own table")
+        lines.append(f"  CPU figures: measured on {table.get('threads', '?')} CPU thread(s) at the micro tier's shapes, so "
+                     "CPU-h are core-hours (benchmarks/plan_vs_measured.py checks them against a finished tier's run "
+                     "times); they scale poorly to a GPU (expect a GPU to be 100-1000x faster): run "
+                     "benchmarks/throughput.py on the GPU for its own table")
     w = max([len(c) for c in res["claims"]] + [5])
     head = f"{'claim':<{w}}  {'runs (by kind)':<44} {'steps':>10} {'examples':>12} {unit:>9}"
     lines += ["", head, "-" * len(head)]

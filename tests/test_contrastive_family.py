@@ -267,14 +267,18 @@ def test_prefetch_lists_the_generator_at_paper_only(repo, tmp_path, monkeypatch)
         a.repo_id for a in needed_assets([P.plan_claim(_claim(repo, DIFFCSE), without)], without)}
 
 
-@pytest.mark.parametrize("name", ["nosuch-model", "lexical"])
-def test_a_generator_that_is_not_a_transformer_asset_is_refused_in_one_line(repo, name):
+@pytest.mark.parametrize("name, why", [("nosuch-model", "not a transformer asset"), ("lexical", "not a transformer asset"),
+                                       ("t5-small", "a t5 model, which has no masked-LM head"),
+                                       ("gpt2-medium", "not a transformer asset")])
+def test_a_generator_that_is_not_a_masked_lm_asset_is_refused_in_one_line(repo, name, why):
     tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": name})
     with pytest.raises(UserError) as err:
         P.plan_claim(_claim(repo, DIFFCSE), tier)
     msg = str(err.value)
     assert "\n" not in msg and "paper.yaml" in msg and "field 'contrastive.methods.diffcse.generator'" in msg
-    assert f"got {name!r}" in msg and GENERATOR in msg and "leave it out" in msg
+    assert f"got {name!r}, {why}" in msg and GENERATOR in msg and "leave it out" in msg
+    allowed = msg.split("allowed values: ")[1]
+    assert "t5-small" not in allowed and "bert-base-uncased" in allowed and "roberta-base" in allowed
 
 
 def test_a_diffcse_run_loads_its_generator_from_the_tiers_asset(repo, tmp_path, data_root):

@@ -20,19 +20,28 @@ EVALUATOR = "senteval"  # the family's one evaluator: SentEval's files, 'all' ag
 
 
 GENERATOR_KINDS = ("transformer",)  # a model loaded as it is (hub, package, local): no workflow run upstream
+MLM_ARCHITECTURES = ("bert", "roberta")  # claims.architecture's names with a masked-LM head (DistilBERT reads as bert)
 
 
 def generator_view(tier: dict, objective: str, params: dict) -> dict:
     """The view of the asset a recipe's `generator` names (DiffCSE's MLM generator: distilbert-base-uncased in the
     paper), so its id and revision are part of the run's key and prefetch finds it; {} for the encoder's own head."""
+    from ...claims import architecture
+
     name = params.get("generator")
     if not name:
         return {}
-    allowed = sorted(a for a, s in tier["assets"].items() if s["kind"] in GENERATOR_KINDS)
+    # a generator fills masked tokens, so it must have a masked-LM head: an architecture told offline from the asset
+    # (its hub id) that has none (T5, GPT-2, Llama) is refused here, not hours later when the run loads it
+    allowed = sorted(a for a, s in tier["assets"].items()
+                     if s["kind"] in GENERATOR_KINDS and architecture(s) in MLM_ARCHITECTURES + (None,))
     if name not in allowed:
+        spec = tier["assets"].get(name, {})
+        what = (f"a {architecture(spec)} model, which has no masked-LM head" if spec.get("kind") in GENERATOR_KINDS
+                else f"not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}")
         raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.generator': got "
-                        f"{name!r}, not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}; allowed values: "
-                        f"{', '.join(allowed)}, or leave it out for the encoder's own MLM head")
+                        f"{name!r}, {what}; allowed values: {', '.join(allowed)}, or leave it out for the encoder's own "
+                        "MLM head")
     return asset_view(tier, name)
 
 

@@ -5,16 +5,18 @@ the family selects its checkpoint there; the test sets are never read. This scri
 family's own loop (plmclaims.methods.contrastive.train) at the micro tier's budget, corpus, recipe parameters and
 pre-trained micro-BERT, once per learning rate and seed, each run in its own process on one thread (as the workflow
 runs its jobs), and prints the best STS-B dev Spearman each reached (the checkpoint the loop would keep) and its step.
-The chosen rate is the best mean over the seeds, but only where it beats the tier's own rate by more than the seeds
-disagree (the larger of the two rates' seed ranges); otherwise the tier's rate stays. Note what low rates win by: an
+The chosen rate is the best mean over the seeds, but only where it beats the rate the tier trains the objective at by
+more than the seeds disagree (the larger of the two rates' seed ranges); otherwise the tier's rate stays (the best
+mean outright when the tier's rate is not among those tried). Note what low rates win by: an
 objective whose training lowers STS-B dev is best at the rate that moves the model least, and the table's "step 0"
 column (the untrained encoder under the objective's test pooling) shows where that is the case.
 
 The micro-BERT must have been pre-trained by the micro tier (`snakemake --config data_root=...` or
 `plmclaims run pretrain`) under --resources.
 
-    python benchmarks/select_lr_contrastive.py --data-root ../shared/data [--lrs 3e-5 1e-4 3e-4] [--seeds 1] \\
+    python benchmarks/select_lr_contrastive.py --data-root ../shared/data [--lrs 1e-5 3e-5 1e-4] [--seeds 1 2] \\
         [--objectives simcse declutr ...] [--jobs 2] [--json rows.json]
+    python benchmarks/select_lr_contrastive.py --rows benchmarks/select_lr_contrastive.json   # the committed table
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+
+from plmclaims.methods.contrastive import OBJECTIVES  # noqa: E402  (the names only: no torch)
 
 
 def one(job: tuple) -> dict:
@@ -60,9 +64,17 @@ def one(job: tuple) -> dict:
             "seconds": time.perf_counter() - start}
 
 
-def finished(results: Path, lr: float) -> dict:
-    """(objective, seed) -> the row of the micro tier's own finished run from micro-BERT seed 1 at `lr` (the tier's lr):
-    the same training this script would repeat (same seed, same bytes), read instead of re-run."""
+def tier_rates(tier: dict) -> dict:
+    """objective -> the rate the tier trains it at (contrastive.methods.<objective>.lr, else the budget's)."""
+    section = tier["contrastive"]
+    return {name: float(section.get("methods", {}).get(name, {}).get("lr", section["budget"]["lr"]))
+            for name in OBJECTIVES}
+
+
+def finished(results: Path) -> dict:
+    """(objective, lr, seed) -> the row of the micro tier's own finished run from micro-BERT seed 1 (at the rate the
+    tier trains that objective at): the same training this script would repeat (same seed, same bytes), read instead
+    of re-run."""
     from plmclaims.claims import load_claims
     from plmclaims.plan import all_runs, plan_all
     from plmclaims.tiers import load_tier
@@ -72,12 +84,11 @@ def finished(results: Path, lr: float) -> dict:
         for run in all_runs(p.score_runs()).values():
             if run.kind != "contrastive" or run.instance != "micro-bert.s1" or set(run.params) - {"lr"}:
                 continue
-            if float(run.params.get("lr", run.spec["tier"]["contrastive"]["budget"]["lr"])) != lr:
-                continue
+            lr = float(run.params.get("lr", run.spec["tier"]["contrastive"]["budget"]["lr"]))
             f = Path(run.dir(str(results))) / "metrics.json"
             if f.is_file():
                 v = json.loads(f.read_text())["values"]
-                out[(run.method, run.seed)] = {
+                out[(run.method, lr, run.seed)] = {
                     "objective": run.method, "lr": lr, "seed": run.seed, "best_step": v["best_step"],
                     "best": 100 * v["best_spearman"], "start": 100 * v["history"][0]["stsb_dev_spearman"],
                     "history": [(h["step"], 100 * h["stsb_dev_spearman"]) for h in v["history"]], "seconds": 0.0,
@@ -86,46 +97,50 @@ def finished(results: Path, lr: float) -> dict:
 
 
 def main() -> None:
-    from plmclaims.methods.contrastive import OBJECTIVES
     from plmclaims.tiers import load_tier
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", required=True)
+    ap.add_argument("--data-root", help="the offline data (required unless --rows)")
     ap.add_argument("--resources", default=str(REPO / "resources" / "micro"))
-    ap.add_argument("--lrs", nargs="+", type=float, default=[3e-5, 1e-4, 3e-4])
+    ap.add_argument("--lrs", nargs="+", type=float, default=None,
+                    help="rates to try (default 1e-5 3e-5 1e-4; with --rows: every rate the rows hold)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1])
     ap.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
     ap.add_argument("--jobs", type=int, default=2, help="worker processes, one thread each")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--results", default=str(REPO / "results" / "micro"),
-                    help="the micro tier's results: its finished runs at the tier's own lr are read, not repeated")
+                    help="the micro tier's results: its finished runs at the tier's own rates are read, not repeated")
     ap.add_argument("--rows", help="print the table from rows a previous --json wrote, training nothing")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    budget = load_tier("micro")["contrastive"]["budget"]
     if args.rows:
         saved = json.loads(Path(args.rows).read_text())
-        return table(saved["rows"], args.objectives, args.lrs, float(saved["budget"]["lr"]))
-    done = finished(Path(args.results), float(budget["lr"])) if float(budget["lr"]) in args.lrs else {}
-    rows = [done[(n, s)] for n in args.objectives for s in args.seeds if (n, s) in done]
-    jobs = [(n, lr, s, args.data_root, args.resources) for n in args.objectives for lr in args.lrs for s in args.seeds
-            if not (lr == float(budget["lr"]) and (n, s) in done)]
+        lrs = args.lrs or sorted({r["lr"] for r in saved["rows"]})
+        return table(saved["rows"], args.objectives, lrs, saved["tier_lrs"])
+    if not args.data_root:
+        ap.error("--data-root is required to train (or give --rows)")
+    tier = load_tier("micro")
+    budget, rates, lrs = tier["contrastive"]["budget"], tier_rates(tier), args.lrs or [1e-5, 3e-5, 1e-4]
+    done = finished(Path(args.results))
+    rows = [done[(n, lr, s)] for n in args.objectives for lr in lrs for s in args.seeds if (n, lr, s) in done]
+    jobs = [(n, lr, s, args.data_root, args.resources) for n in args.objectives for lr in lrs for s in args.seeds
+            if (n, lr, s) not in done]
     print(f"micro budget: {budget['steps']} steps of {budget['batch_size']} x {budget['max_length']} tokens, "
           f"warm-up {budget.get('warmup', 0)}, dev every {budget['eval_every']} steps; {len(rows)} runs read from "
-          f"{args.results} (the tier's lr), {len(jobs)} to train, {args.jobs} at a time", flush=True)
+          f"{args.results} (the tier's rates), {len(jobs)} to train, {args.jobs} at a time", flush=True)
     with mp.get_context("spawn").Pool(args.jobs) as pool:
         for r in pool.imap_unordered(one, jobs):
             rows.append(r)
             print(f"  {r['objective']:<12} lr {r['lr']:.0e} seed {r['seed']}: best {r['best']:.2f} at step "
                   f"{r['best_step']} (step 0: {r['start']:.2f}; {r['seconds']:.0f} s)", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"budget": budget, "rows": rows}, indent=1))
-    table(rows, args.objectives, args.lrs, float(budget["lr"]))
+        Path(args.json).write_text(json.dumps({"budget": budget, "tier_lrs": rates, "rows": rows}, indent=1))
+    table(rows, args.objectives, lrs, rates)
 
 
 def choose(rows: list[dict], name: str, lrs: list[float], tier_lr: float) -> tuple[float, dict]:
-    """(chosen lr, lr -> best dev scores over the seeds): the best mean, where it beats the tier's lr by more than
-    either rate's seed range, else the tier's lr."""
+    """(chosen lr, lr -> best dev scores over the seeds): the best mean where it beats the tier's lr by more than
+    either rate's seed range, else the tier's lr; the best mean outright when the tier's lr was not tried."""
     got = {lr: [r["best"] for r in rows if r["objective"] == name and r["lr"] == lr] for lr in lrs}
     means = {lr: statistics.mean(v) for lr, v in got.items() if v}
     if not means:
@@ -137,10 +152,10 @@ def choose(rows: list[dict], name: str, lrs: list[float], tier_lr: float) -> tup
     return (best if means[best] - means[tier_lr] > noise else tier_lr), got
 
 
-def table(rows: list[dict], objectives: list[str], lrs: list[float], tier_lr: float) -> None:
+def table(rows: list[dict], objectives: list[str], lrs: list[float], tier_lrs: dict) -> None:
     print(f"\n{'objective':<12} {'step 0':>7} " + " ".join(f"{'lr ' + format(lr, '.0e'):>21}" for lr in lrs) + "  chosen")
     for name in objectives:
-        lr, got = choose(rows, name, lrs, tier_lr)
+        lr, got = choose(rows, name, lrs, float(tier_lrs[name]))
         start = next((r["start"] for r in rows if r["objective"] == name), float("nan"))
         cells = [f"{statistics.mean(v):.2f} [{min(v):.2f}, {max(v):.2f}]" if len(v) > 1 else
                  (f"{v[0]:.2f}" if v else "-") for v in got.values()]

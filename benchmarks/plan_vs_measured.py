@@ -59,7 +59,7 @@ def main() -> None:
     for p in plan_all(load_claims(args.claims_dir), tier):
         runs.update(all_runs(p.score_runs()))
     by_rule: dict[str, list] = defaultdict(list)
-    missing, threads = Counter(), Counter()
+    missing, threads, unpriced = Counter(), Counter(), Counter()
     for run in runs.values():
         if run.kind not in costs.GPU_KINDS:
             continue
@@ -68,12 +68,16 @@ def main() -> None:
             missing[run.kind] += 1
             continue
         planned = costs.run_cost(run, table).seconds
+        if planned <= 0:  # no transformer to price (static vectors, lexical) or an architecture the table lacks
+            unpriced[run.kind] += 1
+            continue
         by_rule[run.kind].append((run, planned, got[0]))
         threads[got[1]] += 1
     print(f"tier {tier['name']}: {len(runs)} planned runs; results {results}; table {path.name} ({table['device']}, "
           f"measured {table.get('date')})")
     print(f"runs found per torch thread count: {dict(threads)}; not found (not run, or no provenance): "
-          f"{sum(missing.values())} {dict(missing) if missing else ''}")
+          f"{sum(missing.values())} {dict(missing) if missing else ''}; left out, priced at zero (no transformer, or a "
+          f"model the table lacks): {sum(unpriced.values())} {dict(unpriced) if unpriced else ''}")
     head = f"{'rule':<16} {'runs':>5} {'planned h':>10} {'measured h':>11} {'measured/planned':>17} {'median run ratio':>17}"
     print("\n" + head + "\n" + "-" * len(head))
     all_planned = all_measured = 0.0

@@ -277,8 +277,19 @@ def test_a_generator_that_is_not_a_masked_lm_asset_is_refused_in_one_line(repo, 
     msg = str(err.value)
     assert "\n" not in msg and "paper.yaml" in msg and "field 'contrastive.methods.diffcse.generator'" in msg
     assert f"got {name!r}, {why}" in msg and GENERATOR in msg and "leave it out" in msg
-    allowed = msg.split("allowed values: ")[1]
-    assert "t5-small" not in allowed and "bert-base-uncased" in allowed and "roberta-base" in allowed
+    allowed = msg.split("allowed values: ")[1]  # masked LMs of the BERT encoder's family only
+    assert "bert-base-uncased" in allowed and GENERATOR in allowed
+    assert not {"t5-small", "roberta-base", "gpt2-medium"} & set(allowed.split(", "))
+
+
+def test_a_generator_of_another_family_than_the_encoder_is_refused_at_plan_time(repo):
+    """DiffCSE's generator reads the encoder tokenizer's ids: a RoBERTa generator for the BERT encoder is refused
+    when the tier is planned, naming both."""
+    tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": "roberta-base"})
+    with pytest.raises(UserError) as err:
+        P.plan_claim(_claim(repo, DIFFCSE), tier)
+    msg = str(err.value)
+    assert "\n" not in msg and "got 'roberta-base', a roberta model, whose vocabulary is not the bert encoder" in msg
 
 
 def test_a_diffcse_run_loads_its_generator_from_the_tiers_asset(repo, tmp_path, data_root):

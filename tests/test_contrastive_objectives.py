@@ -278,6 +278,23 @@ def test_diffcse_refuses_a_generator_with_another_vocabulary_in_one_line(tiny_mo
     assert "\n" not in msg and "generator" in msg and gen in msg and "vocabulary" in msg
 
 
+def test_diffcse_refuses_a_generator_saved_without_its_masked_lm_head(tiny_model, tmp_path):
+    """An encoder saved without its MLM head (a sentence encoder, a base model) would load with a random head and
+    generate noise; it is refused in one line naming the folder. The micro-BERT's own head loads."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from plmclaims.errors import UserError
+
+    headless = tmp_path / "headless"
+    AutoModel.from_pretrained(tiny_model).save_pretrained(headless)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(headless)
+    with pytest.raises(UserError) as err:
+        diffcse.Objective(tiny_model, {"generator": str(headless)}, seed=0)
+    msg = str(err.value)
+    assert "\n" not in msg and str(headless) in msg and "no masked-LM head" in msg
+    assert diffcse.Objective(tiny_model, {}, seed=0).generator is not None
+
+
 # --- the cost plan's passes per step (costs.CONTRASTIVE_STEP) are the ones each loss runs
 
 DOCUMENTS = [["the red dog sees a house .", "the red dog likes a tree ."] * 4, ["one two three four five six ."] * 6,
@@ -323,3 +340,11 @@ def test_the_cost_plans_passes_per_step_are_the_ones_the_loss_runs(tiny_model, n
         assert 2 <= rows["template"] <= 2 * n
     trained_models = sum(1 for attr in ("encoder", "discriminator") if isinstance(getattr(obj, attr, None), torch.nn.Module))
     assert step.get("models", 1) == trained_models
+
+
+def test_the_cost_plans_copies_of_recipe_settings_are_the_objectives_defaults():
+    from plmclaims import costs
+
+    for name, settings in costs.CONTRASTIVE_DEFAULTS.items():
+        defaults = contrastive.get(name).DEFAULTS
+        assert {k: defaults[k] for k in settings} == settings, name

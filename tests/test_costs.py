@@ -211,8 +211,10 @@ def _contrastive(plans, method):
 
 
 def test_each_contrastive_objective_pays_for_its_own_passes(paper):
-    """SimCSE: two trained views; BSL adds its EMA target's forward passes and weights; DiffCSE a second trained BERT
-    (the discriminator) and the generator's forward passes at the generator's size; every objective is in the table."""
+    """SimCSE: two trained views; BSL adds its EMA target's forward passes and weights and its trained predictor;
+    DiffCSE a second trained BERT (the discriminator) and the generator's forward passes at the generator's size;
+    DeCLUTR its anchor and positive spans; PromptBERT its templates; RankEncoder its frozen base and its reference
+    corpus, encoded twice; every objective is in the table."""
     from plmclaims.methods.contrastive import OBJECTIVES
 
     assert set(costs.CONTRASTIVE_STEP) == set(OBJECTIVES)
@@ -220,19 +222,58 @@ def test_each_contrastive_objective_pays_for_its_own_passes(paper):
     simcse = _contrastive(plans, "simcse")
     base = costs.run_cost(simcse, TABLE)
     b = tier["contrastive"]["budget"]
+    n = b["steps"] * b["batch_size"]
     per_seq = min(b["max_length"], 2 * costs.STS_TOKENS)
-    eval_s = 2 * 100e6 * ((b["steps"] // b["eval_every"] + 2) * 2 * 1500 + 2 * costs.STS_PAIRS) * costs.STS_TOKENS / (2 * 100e6 * 1000.0)
-    train_s = 6 * 100e6 * 2 * b["steps"] * b["batch_size"] * per_seq / (6 * 100e6 * 250.0)
+    eval_s = ((b["steps"] // b["eval_every"] + 2) * 2 * 1500 + 2 * costs.STS_PAIRS) * costs.STS_TOKENS / 1000.0
+    train_s = 2 * n * per_seq / 250.0  # 6 x params x tokens at 6 x params x 250 tokens/s
     assert base.seconds == pytest.approx(eval_s + train_s)
-    bsl = copy.deepcopy(simcse)
-    bsl.spec["fields"]["method"] = "bsl"
-    c = costs.run_cost(bsl, TABLE)
-    assert c.seconds == pytest.approx(base.seconds + 2 * b["steps"] * b["batch_size"] * per_seq / 1000.0)
-    assert c.peak_mb == pytest.approx(base.peak_mb + 4 * 100e6 / 2**20)  # the target's float32 weights
+
+    def as_method(method, **params):
+        run = copy.deepcopy(simcse)
+        run.spec["fields"]["method"] = method
+        run.spec["params"] = {**run.params, **params}
+        return costs.run_cost(run, TABLE)
+
+    bsl = as_method("bsl")
+    head = 3 * (2 * 768 * 7680 + 7680 ** 2)  # three predictor blocks of Linear(d, 10d), Linear(10d, 10d), Linear(10d, d)
+    assert bsl.seconds == pytest.approx(base.seconds + 2 * n * per_seq / 1000.0 + 6 * head * 2 * n / (6 * 100e6 * 250.0))
+    assert bsl.peak_mb == pytest.approx(base.peak_mb + 4 * 100e6 / 2**20 + 16 * head / 2**20)  # target, predictor
+    declutr = as_method("declutr")
+    assert declutr.seconds == pytest.approx(eval_s + 3 * n * per_seq / 250.0) and declutr.peak_mb > base.peak_mb
+    assert as_method("declutr", num_positives=4).seconds == pytest.approx(eval_s + 5 * n * per_seq / 250.0)
+    prompt = as_method("promptbert")
+    templates = 2 * b["steps"] * min(b["batch_size"], b["max_length"]) * costs.PROMPT_TOKENS
+    assert prompt.seconds == pytest.approx(eval_s + (2 * n * (per_seq + costs.PROMPT_TOKENS) + templates) / 250.0)
+    rank = as_method("rankencoder")
+    corpus = min(100_000, tier["contrastive"]["corpus"].get("max_sentences") or 100_000)
+    assert rank.seconds == pytest.approx(base.seconds + (n * per_seq + 2 * corpus * costs.STS_TOKENS) / 1000.0)
+    assert as_method("rankencoder", corpus_size=10).seconds < rank.seconds
     diffcse = _contrastive(plans, "diffcse")
     gen = costs.architecture(tier["assets"][diffcse.params["generator"]], TABLE)
     assert gen is not None and gen.params < 100e6  # distilbert, scaled from the bert row by its own size
     d = costs.run_cost(diffcse, TABLE)
-    generator_s = 2 * b["steps"] * b["batch_size"] * per_seq * gen.params / (100e6 * 1000.0)
+    generator_s = 2 * n * per_seq * gen.params / (100e6 * 1000.0)
     assert d.seconds == pytest.approx(base.seconds + train_s + generator_s)
     assert d.peak_mb > 2 * base.peak_mb  # two trained BERTs and the generator's weights
+
+
+TABLE_ASSET = {"bert-base-uncased": {"kind": "transformer", "source": "hub", "id": "google-bert/bert-base-uncased"}}
+
+
+def test_a_released_checkpoint_costs_one_encoding_model_whatever_its_objective(paper):
+    """A released DiffCSE or BSL checkpoint is only encoded: no discriminator, target, generator or training batch."""
+    tier, plans = paper
+    released = next(r for r in _runs(plans, "contrastive") if r.params.get("released"))  # PromptBERT's, at paper
+
+    def as_method(method):
+        run = copy.deepcopy(released)
+        run.spec["fields"]["method"] = method
+        run.spec["tier"]["assets"] = {**run.spec["tier"]["assets"], **TABLE_ASSET}  # a row TABLE has
+        run.spec["fields"]["instance"] = "bert-base-uncased"
+        return costs.run_cost(run, TABLE)
+
+    plain = as_method("simcse")
+    assert plain.steps == 0 and plain.seconds > 0
+    for method in ("diffcse", "bsl", "rankencoder", "declutr"):
+        c = as_method(method)
+        assert c.peak_mb == pytest.approx(plain.peak_mb) and c.seconds == pytest.approx(plain.seconds), method

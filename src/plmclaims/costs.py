@@ -49,14 +49,29 @@ KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16),
 CONTRASTIVE_STEP = {
     "simcse": {"trained": 2},  # two dropout views
     "consert": {"trained": 2},  # the cut-off view and the token-shuffle view
-    "declutr": {"trained": 3},  # per document: one anchor and num_positives = 2 positive spans
+    "declutr": {"trained": 3},  # per document: num_anchors x (1 anchor + num_positives spans), 1 x 3 in the recipe
     "bsl": {"trained": 2, "frozen": 2},  # online views; the EMA target's views without gradients
     "diffcse": {"trained": 4, "generator": 2, "models": 2},  # encoder and discriminator, two views each
     "promptbert": {"trained": 2},  # both views in their template (PROMPT_TOKENS more), + template-only denoising passes
     "rankencoder": {"trained": 2, "frozen": 1},  # the frozen base scores the batch for the rank targets
 }
 PROMPT_TOKENS = 10  # [CLS] This sentence : " [X] " means [MASK] . [SEP] around the sentence (an estimate)
-RANK_REFERENCE = 100_000  # RankEncoder's reference corpus (rankencoder.DEFAULTS corpus_size): encoded twice per run
+# the recipe settings the passes depend on, as the objectives' DEFAULTS set them (a test checks they agree; a tier or
+# claim that overrides one is priced at its own value): DeCLUTR's spans, BSL's predictor (blocks of Linear(d, h),
+# Linear(h, h), Linear(h, d) with h = mult x d, trained with the encoder), RankEncoder's reference corpus (encoded
+# twice per run: by the frozen base before training and by the trained model at test time)
+CONTRASTIVE_DEFAULTS = {"declutr": {"num_anchors": 1, "num_positives": 2},
+                        "bsl": {"predictor_blocks": 3, "predictor_hidden_mult": 10},
+                        "rankencoder": {"corpus_size": 100_000}}
+
+
+def contrastive_step(method: str, params: dict) -> tuple[dict, dict]:
+    """(the objective's passes per step, its recipe settings with the run's overrides)."""
+    settings = {**CONTRASTIVE_DEFAULTS.get(method, {}), **params}
+    step = dict(CONTRASTIVE_STEP.get(method, {"trained": 2}))
+    if method == "declutr":
+        step["trained"] = int(settings["num_anchors"]) * (1 + int(settings["num_positives"]))
+    return step, settings
 
 GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
              "attention-maps", "transfer", "fitencode", "contrastive"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
@@ -181,7 +196,7 @@ def run_cost(run: Run, table: dict) -> RunCost:
     spec = tier["assets"][asset]
     train_tokens = infer_tokens = 0
     full, batch, seq = True, 1, 128
-    models, frozen_copies, generator = 1, 0, None  # contrastive only: see CONTRASTIVE_STEP
+    models, frozen_copies, generator, predictor = 1, 0, None, None  # contrastive only: see CONTRASTIVE_STEP
     if run.kind in ("finetune", "finetuned", "lm"):  # finetuned: the same fine-tuning, keeping its model for others
         section = tier["lm" if run.kind == "lm" else "finetune"]
         budget = section.get("budget", {})  # a zero-shot run reads no training budget
@@ -233,7 +248,7 @@ def run_cost(run: Run, table: dict) -> RunCost:
         b = {**c["budget"], **({"steps": 0} if run.params.get("released") else {})}
         cost.steps, batch, seq = int(b["steps"]), int(b["batch_size"]), int(b["max_length"])
         cost.examples = cost.steps * batch
-        step = CONTRASTIVE_STEP.get(run.method, {"trained": 2})
+        step, settings = contrastive_step(run.method, run.params)
         per_seq = min(seq, STS_TOKENS * 2)  # a corpus sentence cut at the budget's length
         if run.method == "promptbert":  # the template around every view, and one template-only pass per length
             per_seq += PROMPT_TOKENS
@@ -241,16 +256,22 @@ def run_cost(run: Run, table: dict) -> RunCost:
         train_tokens += step["trained"] * cost.examples * per_seq
         frozen = step.get("frozen", 0) * cost.examples * per_seq
         if run.method == "rankencoder" and cost.steps:
-            corpus = min(int(run.params.get("corpus_size", RANK_REFERENCE)),
-                         int(c.get("corpus", {}).get("max_sentences") or RANK_REFERENCE))
+            corpus = min(int(settings["corpus_size"]),
+                         int(c.get("corpus", {}).get("max_sentences") or settings["corpus_size"]))
             frozen += 2 * corpus * STS_TOKENS
         evals = cost.steps // int(b["eval_every"]) + 2
         infer_tokens = (evals * 2 * 1500 + 2 * STS_PAIRS) * STS_TOKENS + frozen
-        models, frozen_copies = int(step.get("models", 1)), int("frozen" in step)
-        if "generator" in step and cost.steps:
-            name = run.params.get("generator")
-            generator = (tier["assets"][name] if name else spec, step["generator"] * cost.examples * per_seq)
-        batch *= max(1, step["trained"] // models)  # the views of one model go through it in one pass
+        if cost.steps:  # a released checkpoint only encodes: one model, no copies, no training batch
+            models, frozen_copies = int(step.get("models", 1)), int("frozen" in step)
+            if "generator" in step:
+                name = run.params.get("generator")
+                generator = (tier["assets"][name] if name else spec, step["generator"] * cost.examples * per_seq)
+            if run.method == "bsl":
+                predictor = (int(settings["predictor_blocks"]), int(settings["predictor_hidden_mult"]))
+            # every view's activations are kept for the one backward pass, whether the views share a forward pass
+            # (SimCSE's two dropout views) or not (DeCLUTR's spans, PromptBERT's templates)
+            batch *= max(1, step["trained"] // models)
+            seq = per_seq
     elif run.kind == "pretrain":
         t = spec["train"]
         cost.steps, cost.examples = int(t["steps"]), int(t["steps"]) * int(t["batch_size"])
@@ -297,6 +318,12 @@ def run_cost(run: Run, table: dict) -> RunCost:
     cost.seconds = k * a.params * train_tokens / train_rate + 2 * a.params * infer_tokens / fwd_rate
     seq = min(seq, int(spec.get("max_length", seq)))
     cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
+    if predictor is not None:  # BSL's predictor trains beside the encoder on one vector per view
+        blocks, mult = predictor
+        d = a.hidden
+        head = blocks * (2 * d * mult * d + (mult * d) ** 2)
+        cost.seconds += 6 * head * 2 * cost.examples / train_rate
+        cost.peak_mb += 16 * head / 2**20
     if generator is not None:  # a frozen model of its own size, at its own row's rate
         g = architecture(generator[0], table)
         if g is None:

@@ -23,7 +23,7 @@ GENERATOR_KINDS = ("transformer",)  # a model loaded as it is (hub, package, loc
 MLM_ARCHITECTURES = ("bert", "roberta")  # claims.architecture's names with a masked-LM head (DistilBERT reads as bert)
 
 
-def generator_view(tier: dict, objective: str, params: dict) -> dict:
+def generator_view(tier: dict, objective: str, params: dict, encoder: str) -> dict:
     """The view of the asset a recipe's `generator` names (DiffCSE's MLM generator: distilbert-base-uncased in the
     paper), so its id and revision are part of the run's key and prefetch finds it; {} for the encoder's own head."""
     from ...claims import architecture
@@ -31,14 +31,20 @@ def generator_view(tier: dict, objective: str, params: dict) -> dict:
     name = params.get("generator")
     if not name:
         return {}
-    # a generator fills masked tokens, so it must have a masked-LM head: an architecture told offline from the asset
-    # (its hub id) that has none (T5, GPT-2, Llama) is refused here, not hours later when the run loads it
+    # what can be told offline from the assets (their hub ids) is refused here, not hours later when the run loads
+    # the generator: a generator fills masked tokens, so it needs a masked-LM head (T5, GPT-2 and Llama have none),
+    # and it reads the encoder tokenizer's ids, so it must be of the encoder's family (a RoBERTa generator's ids mean
+    # other words to a BERT encoder; within a family the vocabulary size is checked when the run loads both)
+    enc = architecture(tier["assets"][encoder.partition(".")[0]])
+    fits = (enc,) if enc in MLM_ARCHITECTURES else MLM_ARCHITECTURES
     allowed = sorted(a for a, s in tier["assets"].items()
-                     if s["kind"] in GENERATOR_KINDS and architecture(s) in MLM_ARCHITECTURES + (None,))
+                     if s["kind"] in GENERATOR_KINDS and architecture(s) in fits + (None,))
     if name not in allowed:
         spec = tier["assets"].get(name, {})
-        what = (f"a {architecture(spec)} model, which has no masked-LM head" if spec.get("kind") in GENERATOR_KINDS
-                else f"not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}")
+        arch = architecture(spec) if spec.get("kind") in GENERATOR_KINDS else None
+        what = (f"not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}" if spec.get("kind") not in GENERATOR_KINDS
+                else f"a {arch} model, which has no masked-LM head" if arch not in MLM_ARCHITECTURES
+                else f"a {arch} model, whose vocabulary is not the {enc} encoder {encoder!r}'s")
         raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.generator': got "
                         f"{name!r}, {what}; allowed values: {', '.join(allowed)}, or leave it out for the encoder's own "
                         "MLM head")
@@ -52,7 +58,7 @@ def contrastive_run(tier: dict, instance: str, objective: str, form: str, seed: 
     and the released map (which roles are trained) are the plan's business, not one run's."""
     source = SOURCE_OF_EVALUATOR[EVALUATOR]
     view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode.max_length", f"{SECTION}.corpus",
-                      f"{SECTION}.budget"), asset_view(tier, instance), generator_view(tier, objective, params))
+                      f"{SECTION}.budget"), asset_view(tier, instance), generator_view(tier, objective, params, instance))
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": objective, "form": form, "seed": int(seed)}
     return make_run("contrastive", fields, view, (model,) if model else (), params)

@@ -26,8 +26,10 @@ def resolve_params(defaults: dict, params: dict | None) -> dict:
     return {**defaults, **params}
 
 
-def load_mlm(path: str | Path, seed: int = 0, random_weights: bool = False):
-    """`load_transformer`'s twin for objectives that need the MLM head (DeCLUTR, DiffCSE's generator)."""
+def load_mlm(path: str | Path, seed: int = 0, random_weights: bool = False, require_head: bool = False):
+    """`load_transformer`'s twin for objectives that need the MLM head (DeCLUTR, DiffCSE's generator). With
+    `require_head`, a checkpoint without the head's weights is refused: transformers would draw them at random (and,
+    with its logging quietened, say nothing), which DeCLUTR trains away but a frozen generator never would."""
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -37,7 +39,12 @@ def load_mlm(path: str | Path, seed: int = 0, random_weights: bool = False):
     if random_weights:
         model = AutoModelForMaskedLM.from_config(AutoConfig.from_pretrained(str(path)))
     else:
-        model = AutoModelForMaskedLM.from_pretrained(str(path))
+        model, info = AutoModelForMaskedLM.from_pretrained(str(path), output_loading_info=True)
+        missing = sorted(info.get("missing_keys") or [])
+        if require_head and missing:
+            raise UserError(f"{path}: no masked-LM head in the checkpoint ({len(missing)} weights missing, e.g. "
+                            f"{missing[0]}); a frozen generator must be a released masked LM such as "
+                            "distilbert/distilbert-base-uncased, not an encoder saved without its head")
     return model, tokenizer
 
 

@@ -79,7 +79,7 @@ class Objective(ContrastiveObjective):
         else:
             self.discriminator = AutoModel.from_pretrained(model_path)  # train.py: discriminator <- pre-trained BERT
         self.rtd_head = torch.nn.Linear(hidden, 2)  # train.py: electra_head = Linear(768, 2)
-        self.generator, _ = load_mlm(self.params["generator"] or model_path, seed, random_weights)
+        self.generator, _ = load_mlm(self.params["generator"] or model_path, seed, random_weights, require_head=True)
         self.generator.requires_grad_(False)
         rows, ours = self.generator.get_input_embeddings().num_embeddings, self.encoder.get_input_embeddings().num_embeddings
         if rows != ours:

@@ -12,7 +12,7 @@ A falling Spearman with falling uniformity and rising alignment is the signature
 keeping paraphrases together: the objective separates the sentences of a batch by features STS does not reward.
 
     python benchmarks/contrastive_geometry.py [--objective simcse] [--poolings cls-before-pooler mean] \\
-        [--steps 100] [--eval-every 10] [--lr 3e-5] [--data-root ../shared/data] [--json out.json]
+        [--steps 100] [--eval-every 10] [--lr 1e-5] [--data-root ../shared/data] [--json out.json]
 """
 from __future__ import annotations
 

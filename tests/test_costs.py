@@ -277,3 +277,14 @@ def test_a_released_checkpoint_costs_one_encoding_model_whatever_its_objective(p
     for method in ("diffcse", "bsl", "rankencoder", "declutr"):
         c = as_method(method)
         assert c.peak_mb == pytest.approx(plain.peak_mb) and c.seconds == pytest.approx(plain.seconds), method
+
+
+def test_the_plan_piped_into_a_reader_that_stops_early_ends_quietly(repo):
+    """`plmclaims plan | head -1`: the reader closes the pipe before the table is written (here: before anything is);
+    the command stops with the shell's SIGPIPE status and no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "plmclaims.cli", "plan", "--tier", "tiny", "--claims-dir",
+                             str(repo / "replications")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo, text=True)
+    proc.stdout.close()  # the table is printed after planning, seconds later: its write meets a closed pipe
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -216,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"plmclaims: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`plmclaims plan | head`): stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush finds no pipe
+        return 141
     return 0
 
 

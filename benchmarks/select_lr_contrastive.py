@@ -58,10 +58,14 @@ def one(job: tuple) -> dict:
     dev = load_dev(tier, "tokenised", data_root)
     start = time.perf_counter()
     res = train(name, path, params, load_corpus(section["corpus"]), dev, budget, seed, "cpu", progress=False)
-    return {"objective": name, "lr": lr, "seed": seed, "best_step": res["best_step"],
-            "best": 100 * res["best_spearman"], "start": 100 * res["history"][0]["stsb_dev_spearman"],
-            "history": [(h["step"], 100 * h["stsb_dev_spearman"]) for h in res["history"]],
-            "seconds": time.perf_counter() - start}
+    return row(name, lr, seed, res, seconds=time.perf_counter() - start)
+
+
+def row(objective: str, lr: float, seed: int, result: dict, **extra) -> dict:
+    """One table row from a training result or a finished run's metrics values (they share these keys), x 100."""
+    return {"objective": objective, "lr": lr, "seed": seed, "best_step": result["best_step"],
+            "best": 100 * result["best_spearman"], "start": 100 * result["history"][0]["stsb_dev_spearman"],
+            "history": [(h["step"], 100 * h["stsb_dev_spearman"]) for h in result["history"]], **extra}
 
 
 def tier_rates(tier: dict) -> dict:
@@ -87,12 +91,9 @@ def finished(results: Path) -> dict:
             lr = float(run.params.get("lr", run.spec["tier"]["contrastive"]["budget"]["lr"]))
             f = Path(run.dir(str(results))) / "metrics.json"
             if f.is_file():
-                v = json.loads(f.read_text())["values"]
-                out[(run.method, lr, run.seed)] = {
-                    "objective": run.method, "lr": lr, "seed": run.seed, "best_step": v["best_step"],
-                    "best": 100 * v["best_spearman"], "start": 100 * v["history"][0]["stsb_dev_spearman"],
-                    "history": [(h["step"], 100 * h["stsb_dev_spearman"]) for h in v["history"]], "seconds": 0.0,
-                    "from": str(f.relative_to(REPO) if f.is_relative_to(REPO) else f)}
+                out[(run.method, lr, run.seed)] = row(
+                    run.method, lr, run.seed, json.loads(f.read_text())["values"], seconds=0.0,
+                    **{"from": str(f.relative_to(REPO) if f.is_relative_to(REPO) else f)})
     return out
 
 

@@ -333,7 +333,7 @@ def test_the_cost_plans_passes_per_step_are_the_ones_the_loss_runs(tiny_model, n
     obj.train()
     batch = obj.make_batch(examples, np.random.default_rng(0), 16)
     obj.loss(batch)
-    step = costs.CONTRASTIVE_STEP[name]
+    step, _ = costs.contrastive_step(name, {})  # at the recipe's settings, as the loss ran
     n = len(examples)
     assert {r: k for r, k in rows.items() if r != "template"} == {r: step[r] * n for r in ("trained", "frozen", "generator") if r in step}
     if name == "promptbert":  # one template-only row per distinct sentence length, per view

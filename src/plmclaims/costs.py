@@ -49,7 +49,7 @@ KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16),
 CONTRASTIVE_STEP = {
     "simcse": {"trained": 2},  # two dropout views
     "consert": {"trained": 2},  # the cut-off view and the token-shuffle view
-    "declutr": {"trained": 3},  # per document: num_anchors x (1 anchor + num_positives spans), 1 x 3 in the recipe
+    "declutr": {},  # 'trained' per document: num_anchors x (1 anchor + num_positives spans), from its settings
     "bsl": {"trained": 2, "frozen": 2},  # online views; the EMA target's views without gradients
     "diffcse": {"trained": 4, "generator": 2, "models": 2},  # encoder and discriminator, two views each
     "promptbert": {"trained": 2},  # both views in their template (PROMPT_TOKENS more), + template-only denoising passes
@@ -311,11 +311,10 @@ def run_cost(run: Run, table: dict) -> RunCost:
         return cost
     row = table["architectures"][a.name]
     cost.arch = a.name + (" (scaled)" if a.scaled else "")
-    fwd_rate = 2 * row["params"] * row["forward_tokens_per_s"]  # FLOP/s the table's device reached
-    train_rate = 6 * row["params"] * row["train_tokens_per_s"]
+    train_rate = 6 * row["params"] * row["train_tokens_per_s"]  # FLOP/s the table's device reached
     t5 = row["model_type"] == "t5"
     k = 6 if full else 4
-    cost.seconds = k * a.params * train_tokens / train_rate + 2 * a.params * infer_tokens / fwd_rate
+    cost.seconds = k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table)
     seq = min(seq, int(spec.get("max_length", seq)))
     cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
     if predictor is not None:  # BSL's predictor trains beside the encoder on one vector per view
@@ -329,10 +328,15 @@ def run_cost(run: Run, table: dict) -> RunCost:
         if g is None:
             cost.unknown = True
         else:
-            g_row = table["architectures"][g.name]
-            cost.seconds += generator[1] / (g_row["params"] * g_row["forward_tokens_per_s"]) * g.params
+            cost.seconds += _forward_seconds(g, generator[1], table)
             cost.peak_mb += 4 * g.params / 2**20
     return cost
+
+
+def _forward_seconds(a: Arch, tokens: float, table: dict) -> float:
+    """Inference at 2 x parameters x tokens FLOPs, at the FLOP/s the table's device reached on `a`'s row."""
+    row = table["architectures"][a.name]
+    return 2 * a.params * tokens / (2 * row["params"] * row["forward_tokens_per_s"])
 
 
 def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple[str, float, str]]:

@@ -292,6 +292,19 @@ def test_a_generator_of_another_family_than_the_encoder_is_refused_at_plan_time(
     assert "\n" not in msg and "got 'roberta-base', a roberta model, whose vocabulary is not the bert encoder" in msg
 
 
+def test_a_generator_of_the_encoders_family_with_another_vocabulary_is_refused_at_plan_time(repo):
+    """bert-large-cased is a BERT masked LM, but its 28996 cased word pieces are not bert-base-uncased's 30522 ids:
+    refused when the tier is planned (the published tokenizers are known offline), and not offered as allowed."""
+    tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": "bert-large-cased"})
+    with pytest.raises(UserError) as err:
+        P.plan_claim(_claim(repo, DIFFCSE), tier)
+    msg = str(err.value)
+    assert "\n" not in msg and "got 'bert-large-cased', a bert model with the wordpiece-cased tokenizer of 28996 ids" in msg
+    assert "not the wordpiece tokenizer of 30522 ids the encoder 'bert-base-uncased" in msg
+    allowed = msg.split("allowed values: ")[1].split(", or leave")[0].split(", ")
+    assert "bert-large-cased" not in allowed and {GENERATOR, "bert-base-uncased"} <= set(allowed)
+
+
 def test_a_diffcse_run_loads_its_generator_from_the_tiers_asset(repo, tmp_path, data_root):
     """The run resolves the generator asset to its folder (here a local tiny DistilBERT MLM with MiniLM's vocabulary),
     hands it to the objective, and records which generator it read."""

@@ -23,6 +23,15 @@ GENERATOR_KINDS = ("transformer",)  # a model loaded as it is (hub, package, loc
 MLM_ARCHITECTURES = ("bert", "roberta")  # claims.architecture's names with a masked-LM head (DistilBERT reads as bert)
 
 
+def _vocabulary(spec: dict) -> tuple[str, int] | None:
+    """A hub checkpoint's published tokenizer (kind, size), from the table the rehearsal's stand-ins are built to;
+    None where it is not known offline (an asset the workflow builds, a hub id the table does not list)."""
+    from ...standins import PUBLISHED
+
+    pub = PUBLISHED.get(spec.get("id", "")) if spec.get("source") == "hub" else None
+    return (pub.tokenizer, pub.vocab) if pub else None
+
+
 def generator_view(tier: dict, objective: str, params: dict, encoder: str) -> dict:
     """The view of the asset a recipe's `generator` names (DiffCSE's MLM generator: distilbert-base-uncased in the
     paper), so its id and revision are part of the run's key and prefetch finds it; {} for the encoder's own head."""
@@ -34,17 +43,26 @@ def generator_view(tier: dict, objective: str, params: dict, encoder: str) -> di
     # what can be told offline from the assets (their hub ids) is refused here, not hours later when the run loads
     # the generator: a generator fills masked tokens, so it needs a masked-LM head (T5, GPT-2 and Llama have none),
     # and it reads the encoder tokenizer's ids, so it must be of the encoder's family (a RoBERTa generator's ids mean
-    # other words to a BERT encoder; within a family the vocabulary size is checked when the run loads both)
-    enc = architecture(tier["assets"][encoder.partition(".")[0]])
+    # other words to a BERT encoder) and, where both checkpoints' published tokenizers are known, have the same one
+    # (bert-large-cased's 28996 cased word pieces are not bert-base-uncased's 30522); an asset the workflow builds is
+    # checked when the run loads both
+    enc_spec = tier["assets"][encoder.partition(".")[0]]
+    enc, enc_vocab = architecture(enc_spec), _vocabulary(enc_spec)
     fits = (enc,) if enc in MLM_ARCHITECTURES else MLM_ARCHITECTURES
+
+    def vocab_fits(spec) -> bool:
+        return None in (enc_vocab, _vocabulary(spec)) or _vocabulary(spec) == enc_vocab
+
     allowed = sorted(a for a, s in tier["assets"].items()
-                     if s["kind"] in GENERATOR_KINDS and architecture(s) in fits + (None,))
+                     if s["kind"] in GENERATOR_KINDS and architecture(s) in fits + (None,) and vocab_fits(s))
     if name not in allowed:
         spec = tier["assets"].get(name, {})
         arch = architecture(spec) if spec.get("kind") in GENERATOR_KINDS else None
         what = (f"not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}" if spec.get("kind") not in GENERATOR_KINDS
                 else f"a {arch} model, which has no masked-LM head" if arch not in MLM_ARCHITECTURES
-                else f"a {arch} model, whose vocabulary is not the {enc} encoder {encoder!r}'s")
+                else f"a {arch} model, whose vocabulary is not the {enc} encoder {encoder!r}'s" if arch not in fits
+                else (f"a {arch} model with the {_vocabulary(spec)[0]} tokenizer of {_vocabulary(spec)[1]} ids, not the "
+                      f"{enc_vocab[0]} tokenizer of {enc_vocab[1]} ids the encoder {encoder!r} reads"))
         raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.generator': got "
                         f"{name!r}, {what}; allowed values: {', '.join(allowed)}, or leave it out for the encoder's own "
                         "MLM head")

@@ -1,11 +1,13 @@
 """How well `plmclaims plan` predicts a finished tier: its estimate of every run against the wall time the run recorded.
 
-Every run writes its wall time into its provenance (`wall_time_s`: from the job's start to its result, model loading
-and data reading included). This script plans the tier exactly as `plmclaims plan` does, with the throughput table
-given (default: the committed one the plan reads), finds each planned run's result under --results, and prints per
+Every run writes its wall time into its provenance: `wall_time_s`, the run's own work, and `startup_s`, what its
+process spent before (interpreter, imports, model loading and data reading where the rule does them first; runs
+recorded before stop 22 lack it, and count their own work only). This script plans the tier exactly as `plmclaims
+plan` does, with the throughput table given (default: the committed one the plan reads), finds each planned run's result under --results, and prints per
 rule: runs found, planned and measured device-hours, their ratio (measured / planned; 1 is a perfect plan, 30 means
-the plan is 30 times too optimistic) and the median of the per-run ratios. The plan prices only the model's own
-arithmetic, so a rule whose runs are short shows its fixed cost (process start, model loading) as a ratio above 1.
+the plan is 30 times too optimistic) and the median of the per-run ratios. The plan prices the model's own
+arithmetic plus the table's measured start-up of a job (imports); a rule whose runs are short shows the rest of its
+fixed cost (model loading, data reading) as a ratio above 1.
 
 The measured times are only as clean as the run was: a tier run with --cores 2 runs two jobs side by side on this
 machine, each with the threads its provenance names (printed), while the table is measured one model at a time.
@@ -34,8 +36,9 @@ def recorded(run, results: Path) -> tuple[float, int | None] | None:
         except (OSError, ValueError):
             continue
         prov = doc.get("provenance", doc) if isinstance(doc, dict) else {}
-        if isinstance(prov, dict) and "wall_time_s" in prov:
-            return float(prov["wall_time_s"]), (prov.get("device") or {}).get("torch_threads")
+        if isinstance(prov, dict) and "wall_time_s" in prov:  # with the job's start-up where it was recorded
+            return (float(prov["wall_time_s"]) + float(prov.get("startup_s") or 0.0),
+                    (prov.get("device") or {}).get("torch_threads"))
     return None
 
 

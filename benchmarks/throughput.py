@@ -6,7 +6,9 @@ are the paper tier's (sequences of 512, batch 16 for training, 64 for encoding) 
 supports it, else float16 autocast; on a CPU they are the micro tier's (sequences of 32, batch 8 for training and 32
 for encoding, the median of three timed steps after one warm-up) on one thread, as the workflow runs each CPU job
 (`threads: 1`; its provenance records torch_threads), so a CPU table's hours are core-hours. Training steps are
-forward + backward, without the optimizer step (elementwise, small against the matrix work at paper shapes).
+forward + backward, without the optimizer step (elementwise, small against the matrix work at paper shapes). A
+job's start-up (a fresh interpreter importing torch, transformers and the run modules; the CUDA context on a GPU) is
+measured too (`job_startup_s`): the plan adds it to every job that runs a model.
 
 Measure on an idle machine: a table taken beside other jobs prices every run at their contention (the first CPU
 table, taken so, was 10-40x slow). `benchmarks/plan_vs_measured.py` checks a table against the wall times a finished
@@ -14,6 +16,7 @@ tier recorded.
 
     python benchmarks/throughput.py                 # every architecture, writes benchmarks/throughput/<device>.json
     python benchmarks/throughput.py --only t5-small # one architecture (for a quick look; prints, writes nothing)
+    python benchmarks/throughput.py --startup-only benchmarks/throughput/<device>.json  # re-measure start-up only
 """
 from __future__ import annotations
 
@@ -21,13 +24,17 @@ import argparse
 import datetime
 import json
 import re
+import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
 import transformers
 
+REPO = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(__file__).resolve().parent / "throughput"
 
 # name -> (model type, config of the released checkpoint, hub ids and package assets that have this architecture)
@@ -120,6 +127,26 @@ def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: 
     return batch * seq / statistics.median(times), peak
 
 
+# What a job runs before its work begins, in a fresh interpreter: the imports every rule's command makes (torch,
+# transformers, the model classes, plmclaims' run modules) and, on a GPU, the CUDA context. Model loading and data
+# reading are left out (they vary by rule and asset); the workflow's provenance records the whole of it (startup_s).
+STARTUP_CODE = ("import torch, transformers\nfrom transformers import AutoModel\nimport plmclaims.runs, plmclaims.training\n"
+                "if torch.cuda.is_available():\n    torch.zeros(1, device='cuda')\n")
+
+
+def job_startup_s(repeats: int = 3) -> float:
+    """The median wall time of `repeats` fresh interpreters running STARTUP_CODE (after one untimed, which warms the
+    file cache and compiles bytecode)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    times = []
+    for i in range(repeats + 1):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", STARTUP_CODE], check=True, env=env)
+        if i:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -137,12 +164,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", choices=sorted(ARCHITECTURES), help="measure these only (prints, writes nothing)")
     ap.add_argument("--out", default=None, help="the JSON to write (default: benchmarks/throughput/<device-slug>.json)")
+    ap.add_argument("--startup-only", metavar="TABLE", default=None,
+                    help="measure only a job's start-up and write it into this existing table (job_startup_s)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads or device.type == "cpu":
         torch.set_num_threads(args.threads or 1)
+    if args.startup_only:
+        path = Path(args.startup_only)
+        table = json.loads(path.read_text())
+        if table.get("device_type") != device.type:
+            sys.exit(f"{path}: a {table.get('device_type')} table, measured elsewhere than this {device.type}; "
+                     "measure its start-up on its own device")
+        table.update(job_startup_s=round(job_startup_s(), 2), job_startup_date=datetime.date.today().isoformat())
+        path.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"job start-up {table['job_startup_s']} s; wrote {path}")
+        return
     dtype, shape = autocast_dtype(device), shapes(device)
     rows = {}
     names = args.only or [n for n in ARCHITECTURES if device.type == "cuda" or n not in CPU_SKIPS]
@@ -161,11 +200,13 @@ def main() -> None:
         del model
     if args.only:
         return
+    startup = job_startup_s()
+    print(f"job start-up (fresh interpreter, imports{', CUDA context' * (device.type == 'cuda')}): {startup:.2f} s")
     name = device_name(device)
     table = {
         "device": name, "device_type": device.type, "dtype": str(dtype or torch.float32).replace("torch.", ""),
         "date": datetime.date.today().isoformat(), "torch": torch.__version__, "transformers": transformers.__version__,
-        "threads": torch.get_num_threads(), **shape,
+        "threads": torch.get_num_threads(), **shape, "job_startup_s": round(startup, 2),
         "note": ("paper shapes" if device.type == "cuda" else
                  f"CPU, {torch.get_num_threads()} thread(s): the micro tier's shapes and the median of three timed "
                  "steps (t5-large left out: too slow); CPU figures scale poorly to a GPU"),

@@ -288,3 +288,21 @@ def test_the_plan_piped_into_a_reader_that_stops_early_ends_quietly(repo):
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_a_tables_job_start_up_is_added_once_to_every_priced_run_and_to_no_cpu_rule(paper):
+    tier, plans = paper
+    started = {**TABLE, "job_startup_s": 7.5}
+    unique = all_runs(r for p in plans for r in p.score_runs())
+    priced = cpu = 0
+    for run in unique.values():
+        without, with_startup = costs.run_cost(run, TABLE), costs.run_cost(run, started)
+        if run.kind in costs.GPU_KINDS and without.arch:  # a model the table prices: its arithmetic plus one start-up
+            assert with_startup.seconds == pytest.approx(without.seconds + 7.5), run
+            priced += 1
+        else:  # scoring, probes, CKA layers: counted as runs, not hours; an unpriced model stays unpriced
+            assert with_startup.seconds == without.seconds == 0, run
+            cpu += 1
+    assert priced > 100 and cpu > 100
+    assert "adds its start-up, 7.5 s" in costs.render(plans, tier, costs.TABLE_DIR / "t.json", started)
+    assert "job start-up is not priced" in costs.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)

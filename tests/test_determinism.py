@@ -26,7 +26,7 @@ from plmclaims.plan import LAYOUTS
 # edited between the two runs of one test session; a verdict's runs_provenance counts its runs by commit). Only keys
 # with exactly these names are dropped, wherever they sit (the memory peak is a measurement in metrics.json and in
 # claims.json); every other value is compared.
-VOLATILE = {"wall_time_s", "finished_at", "git_commit", "train_wall_s", "steps_per_second", "peak_memory_mb",
+VOLATILE = {"wall_time_s", "startup_s", "finished_at", "git_commit", "train_wall_s", "steps_per_second", "peak_memory_mb",
             "runs_provenance"}
 
 

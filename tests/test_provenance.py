@@ -33,3 +33,18 @@ def test_git_commit_names_head_and_dirt_outside_the_ignored_files(tmp_path):
 
 def test_git_commit_outside_a_checkout_is_unknown(tmp_path):
     assert git_commit(root=tmp_path) == "unknown"
+
+
+def test_a_run_records_the_start_up_its_process_spent_before_it_began_apart_from_its_own_time(tmp_path):
+    """startup_s is the job's time before the run's timer started (imports, data reading; here a 0.6 s sleep),
+    wall_time_s the run's own: a cost plan is checked against both."""
+    import json
+    import sys
+
+    out = tmp_path / "metrics.json"
+    code = ("import time; time.sleep(0.6)\nfrom plmclaims.provenance import Run\n"
+            f"with Run({str(out)!r}, {{}}) as run:\n    run.values = {{'x': 1}}\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    prov = json.loads(out.read_text())["provenance"]
+    assert 0.6 <= prov["startup_s"] < 60
+    assert prov["wall_time_s"] < 0.6

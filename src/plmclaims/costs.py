@@ -311,10 +311,13 @@ def run_cost(run: Run, table: dict) -> RunCost:
         return cost
     row = table["architectures"][a.name]
     cost.arch = a.name + (" (scaled)" if a.scaled else "")
+    # every job starts an interpreter and imports torch and transformers before its model runs (the table measures
+    # it; loading the weights and reading the data are not priced)
+    cost.seconds = float(table.get("job_startup_s", 0.0))
     train_rate = 6 * row["params"] * row["train_tokens_per_s"]  # FLOP/s the table's device reached
     t5 = row["model_type"] == "t5"
     k = 6 if full else 4
-    cost.seconds = k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table)
+    cost.seconds += k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table)
     seq = min(seq, int(spec.get("max_length", seq)))
     cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
     if predictor is not None:  # BSL's predictor trains beside the encoder on one vector per view
@@ -407,6 +410,9 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) ->
     unit = "GPU-h" if table.get("device_type") == "cuda" else "CPU-h"
     lines = [f"tier {tier['name']}: {len(plans)} claims; device-hours from {table_path.name} ({table['device']}, "
              f"{table.get('dtype')}, measured {table.get('date')}, torch {table.get('torch')})"]
+    lines.append(f"  each job that runs a model adds its start-up, {table['job_startup_s']:.1f} s (a fresh interpreter's imports, "
+                 "measured); loading weights and data is not priced" if "job_startup_s" in table else
+                 "  job start-up is not priced: the table has no job_startup_s (benchmarks/throughput.py --startup-only)")
     if table.get("device_type") != "cuda":
         lines.append(f"  CPU figures: measured on {table.get('threads', '?')} CPU thread(s) at the micro tier's shapes, so "
                      "CPU-h are core-hours (benchmarks/plan_vs_measured.py checks them against a finished tier's run "

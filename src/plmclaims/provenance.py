@@ -132,6 +132,17 @@ def device_info() -> dict:
     return info
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started, from Linux's /proc (the process's start in clock ticks after boot, against
+    the uptime; 10 ms resolution), or None where /proc cannot be read (another OS)."""
+    try:
+        started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class Run:
     """Times a unit of work and writes its metrics.json with provenance, atomically.
 
@@ -146,6 +157,9 @@ class Run:
 
     def __enter__(self):
         self.t0 = time.time()
+        # what the job spent before its work began (the interpreter, torch's and transformers' imports, reading the
+        # data): a cost every job pays that the run's own timer misses, recorded so a plan can be checked against it
+        self.startup_s = process_age_s()
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -158,4 +172,5 @@ class Run:
         return {"git_commit": git_commit(), "packages": package_versions(), "config": self.config,
                 "config_hash": config_hash(self.config), "data_sha256": self.data_files, "seed": self.seed,
                 "device": device_info(), "wall_time_s": round(time.time() - self.t0, 3),
+                "startup_s": None if self.startup_s is None else round(self.startup_s, 2),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

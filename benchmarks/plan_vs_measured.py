@@ -28,8 +28,11 @@ sys.path.insert(0, str(REPO / "src"))
 
 
 def recorded(run, results: Path) -> tuple[float, int | None] | None:
-    """(wall seconds, torch threads) from the provenance of the run's result files, or None when it has none."""
+    """(wall seconds, torch threads) of the run from the provenance of its result files, or None when it has none.
+    A run that is several jobs (a causal LM's lm_train writes train.json, its lm_eval metrics.json) sums them: each
+    job's file carries its own provenance."""
     folder = Path(run.dir(str(results)))
+    total, threads, found = 0.0, None, False
     for f in sorted(folder.glob("*.json")):
         try:
             doc = json.loads(f.read_text())
@@ -37,9 +40,10 @@ def recorded(run, results: Path) -> tuple[float, int | None] | None:
             continue
         prov = doc.get("provenance", doc) if isinstance(doc, dict) else {}
         if isinstance(prov, dict) and "wall_time_s" in prov:  # with the job's start-up where it was recorded
-            return (float(prov["wall_time_s"]) + float(prov.get("startup_s") or 0.0),
-                    (prov.get("device") or {}).get("torch_threads"))
-    return None
+            total += float(prov["wall_time_s"]) + float(prov.get("startup_s") or 0.0)
+            threads = threads or (prov.get("device") or {}).get("torch_threads")
+            found = True
+    return (total, threads) if found else None
 
 
 def main() -> None:

@@ -129,11 +129,15 @@ def main() -> None:
     print(f"micro budget: {budget['steps']} steps of {budget['batch_size']} x {budget['max_length']} tokens, "
           f"warm-up {budget.get('warmup', 0)}, dev every {budget['eval_every']} steps; {len(rows)} runs read from "
           f"{args.results} (the tier's rates), {len(jobs)} to train, {args.jobs} at a time", flush=True)
-    with mp.get_context("spawn").Pool(args.jobs) as pool:
+    # a fresh process per run (maxtasksperchild=1), as the docstring says and the workflow starts one per job; closed
+    # and joined, so the workers exit on their own rather than by the context manager's terminate()
+    with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
         for r in pool.imap_unordered(one, jobs):
             rows.append(r)
             print(f"  {r['objective']:<12} lr {r['lr']:.0e} seed {r['seed']}: best {r['best']:.2f} at step "
                   f"{r['best_step']} (step 0: {r['start']:.2f}; {r['seconds']:.0f} s)", flush=True)
+        pool.close()
+        pool.join()
     if args.json:
         Path(args.json).write_text(json.dumps({"budget": budget, "tier_lrs": rates, "rows": rows}, indent=1))
     table(rows, args.objectives, lrs, rates)

@@ -23,8 +23,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import re
 import os
+import re
 import statistics
 import subprocess
 import sys

@@ -51,17 +51,19 @@ def generator_view(tier: dict, objective: str, params: dict, encoder: str) -> di
     fits = (enc,) if enc in MLM_ARCHITECTURES else MLM_ARCHITECTURES
 
     def vocab_fits(spec) -> bool:
-        return None in (enc_vocab, _vocabulary(spec)) or _vocabulary(spec) == enc_vocab
+        vocab = _vocabulary(spec)
+        return None in (enc_vocab, vocab) or vocab == enc_vocab
 
     allowed = sorted(a for a, s in tier["assets"].items()
                      if s["kind"] in GENERATOR_KINDS and architecture(s) in fits + (None,) and vocab_fits(s))
     if name not in allowed:
         spec = tier["assets"].get(name, {})
         arch = architecture(spec) if spec.get("kind") in GENERATOR_KINDS else None
+        vocab = _vocabulary(spec)
         what = (f"not a {'/'.join(GENERATOR_KINDS)} asset of tier {tier['name']}" if spec.get("kind") not in GENERATOR_KINDS
                 else f"a {arch} model, which has no masked-LM head" if arch not in MLM_ARCHITECTURES
                 else f"a {arch} model, whose vocabulary is not the {enc} encoder {encoder!r}'s" if arch not in fits
-                else (f"a {arch} model with the {_vocabulary(spec)[0]} tokenizer of {_vocabulary(spec)[1]} ids, not the "
+                else (f"a {arch} model with the {vocab[0]} tokenizer of {vocab[1]} ids, not the "
                       f"{enc_vocab[0]} tokenizer of {enc_vocab[1]} ids the encoder {encoder!r} reads"))
         raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.generator': got "
                         f"{name!r}, {what}; allowed values: {', '.join(allowed)}, or leave it out for the encoder's own "

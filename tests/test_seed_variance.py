@@ -287,9 +287,14 @@ def test_a_curve_with_too_few_usable_points_says_so(repo, tmp_path):
     tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 50})
     cplan = P.plan_claim(_claim(repo), tier)
     _write_grid(cplan, tmp_path, lambda x, t: 0.7, failed={(x, "MRPC") for x in range(1, 9)})
-    mrpc = next(c for c in decide_claim(cplan, tier, str(tmp_path))["checks"] if c["details"][0]["on"] == "MRPC")
+    verdict = decide_claim(cplan, tier, str(tmp_path))
+    mrpc = next(c for c in verdict["checks"] if c["details"][0]["on"] == "MRPC")
     reason = mrpc["details"][0]["reason"]
-    assert mrpc["outcome"] == "inconclusive" and "degenerate run(s): " in reason and "1 usable point(s)" in reason
+    assert mrpc["outcome"] == "inconclusive" and "1 usable point(s)" in reason
+    # the reason counts all 8 collapsed runs but names only the first few; claims.json keeps every one
+    assert "8 degenerate run(s): " in reason and reason.count("constant predictions") == 3 and "and 5 more" in reason
+    listed = [p.get("degenerate", {}).get("MRPC") for m in verdict["measurements"].values() for p in m.get("curve", [])]
+    assert sum(x is not None for x in listed) == 8
     one = with_overrides(tier, {"finetune.seed_grid": {"head": [1], "order": [1]}})
     cplan = P.plan_claim(_claim(repo), one)
     _write_grid(cplan, tmp_path / "one", lambda x, t: 0.7)

@@ -267,6 +267,17 @@ def point_name(measurement: str, x) -> str:
     return f"{measurement}@{x}"
 
 
+SHOWN_RUNS = 3  # a reason names this many degenerate runs; claims.json lists every one under its measurement
+
+
+def _few(bad: list[str]) -> str:
+    """The first degenerate runs and how many more: a rehearsal's cut can leave dozens degenerate, and a reason
+    naming each one's path buried the verdict (75 paths in one row); every one stays in claims.json."""
+    more = len(bad) - SHOWN_RUNS
+    return "; ".join(bad[:SHOWN_RUNS]) + (f"; and {more} more (listed under each measurement's degenerate in "
+                                          "claims.json)" if more > 0 else "")
+
+
 def _targets(check: dict) -> list[str]:
     on = check.get("target", "avg")
     return [on] if isinstance(on, str) else list(on)
@@ -534,6 +545,8 @@ def _curve_summary(name: str, floors: Floors, ev: Evidence, series: dict[str, Se
         rows.append({"x": x, "per_benchmark": per,
                      "floors": {f.name: {t: f.on(t, ev.benchmarks)[0] for t in ev.benchmarks + ["avg"]}
                                 for f in floors.of[key]}})
+        if series[key].degenerate:  # every degenerate run, which a check's reason only counts past the first few
+            rows[-1]["degenerate"] = {b: "; ".join(r) for b, r in series[key].degenerate.items()}
     return rows
 
 
@@ -624,7 +637,7 @@ def _measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, seri
     touched = [b for target in _targets(check) for b in (ev.benchmarks if target == "avg" else [target])]
     bad = [f"{n} on {b}: {r}" for n in sides for b in dict.fromkeys(touched) for r in series[n].degenerate.get(b, [])]
     if bad:
-        row.outcome, row.reason = "inconclusive", "degenerate run(s), left out of the bootstrap: " + "; ".join(bad)
+        row.outcome, row.reason = "inconclusive", f"{len(bad)} degenerate run(s), left out of the bootstrap: " + _few(bad)
         return
     wanted = credited(check)
     if check.get("control") == "random-weights":
@@ -892,7 +905,7 @@ def _curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, 
             # a tier that plans fewer than two points (CI's rehearsal cuts the layers) has no shape to judge either
             short = f"{len(used)} usable point(s) on the curve, a shape needs 2 or more"
             details.append(Detail(target, "inconclusive", reason="; ".join(
-                ([f"degenerate run(s): {'; '.join(bad)}"] if bad else []) + ([short] if len(used) < 2 else []))))
+                ([f"{len(bad)} degenerate run(s): {_few(bad)}"] if bad else []) + ([short] if len(used) < 2 else []))))
             continue
         at = np.array([xs[keys.index(k)] for k in used])
         pts = np.array([series[k].on(target, tasks)[0] for k in used])

@@ -41,10 +41,16 @@ def test_a_run_records_the_start_up_its_process_spent_before_it_began_apart_from
     import json
     import sys
 
-    out = tmp_path / "metrics.json"
+    out, second = tmp_path / "metrics.json", tmp_path / "second.json"
+    # a second run in the same process (a job that runs several) starts 0.3 s after the first ended: its start-up
+    # is that gap, not the process's age, which would count the first run's start-up and work again
     code = ("import time; time.sleep(0.6)\nfrom plmclaims.provenance import Run\n"
-            f"with Run({str(out)!r}, {{}}) as run:\n    run.values = {{'x': 1}}\n")
+            f"with Run({str(out)!r}, {{}}) as run:\n    run.values = {{'x': 1}}; time.sleep(0.4)\n"
+            f"time.sleep(0.3)\nwith Run({str(second)!r}, {{}}) as run:\n    run.values = {{'x': 2}}\n")
     subprocess.run([sys.executable, "-c", code], check=True)
     prov = json.loads(out.read_text())["provenance"]
     assert 0.6 <= prov["startup_s"] < 60
-    assert prov["wall_time_s"] < 0.6
+    assert prov["wall_time_s"] >= 0.4
+    later = json.loads(second.read_text())["provenance"]
+    # the process's age by then is at least the first run's start-up + its wall time + the gap
+    assert 0.3 <= later["startup_s"] < prov["startup_s"] + prov["wall_time_s"]

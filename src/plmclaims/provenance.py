@@ -143,6 +143,9 @@ def process_age_s() -> float | None:
         return None
 
 
+_accounted_until: float | None = None  # when the last Run of this process ended: start-up is counted once
+
+
 class Run:
     """Times a unit of work and writes its metrics.json with provenance, atomically.
 
@@ -156,16 +159,22 @@ class Run:
         self.data_files: dict[str, str] = {}
 
     def __enter__(self):
+        global _accounted_until
         self.t0 = time.time()
         # what the job spent before its work began (the interpreter, torch's and transformers' imports, reading the
-        # data): a cost every job pays that the run's own timer misses, recorded so a plan can be checked against it
-        self.startup_s = process_age_s()
+        # data): a cost every job pays that the run's own timer misses, recorded so a plan can be checked against it.
+        # A process that runs several: a later run's start-up is only the time since the previous one ended, so the
+        # runs' start-ups and wall times add up to the process's age instead of counting earlier runs again
+        age = process_age_s()
+        self.startup_s = age if _accounted_until is None or age is None else max(0.0, self.t0 - _accounted_until)
+        _accounted_until = self.t0
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None or self.out is None:
-            return False  # never write a metrics.json for a failed run: snakemake reruns it
-        atomic_write_json(self.out, {"values": self.values, "provenance": self.provenance()})
+        global _accounted_until
+        if exc_type is None and self.out is not None:  # never write a metrics.json for a failed run: snakemake reruns it
+            atomic_write_json(self.out, {"values": self.values, "provenance": self.provenance()})
+        _accounted_until = max(_accounted_until or 0.0, time.time())
         return False
 
     def provenance(self) -> dict:

@@ -3,7 +3,8 @@
 Every run writes its wall time into its provenance: `wall_time_s`, the run's own work, and `startup_s`, what its
 process spent before (interpreter, imports, model loading and data reading where the rule does them first; runs
 recorded before stop 22 lack it, and count their own work only). This script plans the tier exactly as `plmclaims
-plan` does, with the throughput table given (default: the committed one the plan reads), finds each planned run's result under --results, and prints per
+plan` does, with the throughput table given (default: the committed one the plan reads), finds each planned run's
+result under --results (pre-training's under --resources, beside the models it writes), and prints per
 rule: runs found, planned and measured device-hours, their ratio (measured / planned; 1 is a perfect plan, 30 means
 the plan is 30 times too optimistic) and the median of the per-run ratios. The plan prices the model's own
 arithmetic plus the table's measured start-up of a job (imports); a rule whose runs are short shows the rest of its
@@ -12,7 +13,8 @@ fixed cost (model loading, data reading) as a ratio above 1.
 The measured times are only as clean as the run was: a tier run with --cores 2 runs two jobs side by side on this
 machine, each with the threads its provenance names (printed), while the table is measured one model at a time.
 
-    python benchmarks/plan_vs_measured.py [--tier micro] [--results results/micro] [--throughput TABLE] [--runs]
+    python benchmarks/plan_vs_measured.py [--tier micro] [--results results/micro] [--resources resources/micro]
+        [--throughput TABLE] [--runs]
 """
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 
-def recorded(run, results: Path) -> tuple[float, int | None] | None:
+def recorded(run, roots: dict[str, Path]) -> tuple[float, int | None] | None:
     """(wall seconds, torch threads) of the run from the provenance of its result files, or None when it has none.
+    `roots` maps a layout's base ('results', 'resources': pre-training lives with the models) to the tier's folder.
     A run that is several jobs (a causal LM's lm_train writes train.json, its lm_eval metrics.json) sums them: each
     job's file carries its own provenance."""
-    folder = Path(run.dir(str(results)))
+    folder = Path(run.dir(str(roots[run.layout().base])))
     total, threads, found = 0.0, None, False
     for f in sorted(folder.glob("*.json")):
         try:
@@ -55,12 +58,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tier", default="micro")
     ap.add_argument("--results", default=None, help="the tier's results folder (default: results/<tier>)")
+    ap.add_argument("--resources", default=None,
+                    help="the tier's resources folder, where pre-training writes (default: resources/<tier>)")
     ap.add_argument("--claims-dir", default=str(REPO / "replications"))
     ap.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
     ap.add_argument("--runs", action="store_true", help="also print every run's planned and measured seconds")
     args = ap.parse_args()
     tier = load_tier(args.tier)
     results = Path(args.results or REPO / "results" / tier["name"])
+    roots = {"results": results, "resources": Path(args.resources or REPO / "resources" / tier["name"])}
     path, table = costs.load_table(args.throughput)
     runs = {}
     for p in plan_all(load_claims(args.claims_dir), tier):
@@ -70,7 +76,7 @@ def main() -> None:
     for run in runs.values():
         if run.kind not in costs.GPU_KINDS:
             continue
-        got = recorded(run, results)
+        got = recorded(run, roots)
         if got is None:
             missing[run.kind] += 1
             continue

@@ -10,6 +10,11 @@ forward + backward, without the optimizer step (elementwise, small against the m
 job's start-up (a fresh interpreter importing torch, transformers and the run modules; the CUDA context on a GPU) is
 measured too (`job_startup_s`): the plan adds it to every job that runs a model.
 
+A model the workflow pre-trains (micro-bert) is also timed as pre-training runs it (`pretrain_tokens_per_s`): with
+its MLM head, whose logits over the whole vocabulary at every position cost as much as the 4-layer encoder, at the
+tier's pre-training shape (sequences of 128, batch 32, read from the tier file). The encoder-only rate priced
+pre-training 2.7x too cheap on the micro tier (benchmarks/plan_vs_measured.py).
+
 Measure on an idle machine: a table taken beside other jobs prices every run at their contention (the first CPU
 table, taken so, was 10-40x slow). `benchmarks/plan_vs_measured.py` checks a table against the wall times a finished
 tier recorded.
@@ -17,6 +22,7 @@ tier recorded.
     python benchmarks/throughput.py                 # every architecture, writes benchmarks/throughput/<device>.json
     python benchmarks/throughput.py --only t5-small # one architecture (for a quick look; prints, writes nothing)
     python benchmarks/throughput.py --startup-only benchmarks/throughput/<device>.json  # re-measure start-up only
+    python benchmarks/throughput.py --pretrain-only benchmarks/throughput/<device>.json  # pre-training rates only
 """
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ import transformers
 
 REPO = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(__file__).resolve().parent / "throughput"
+PRETRAIN_TIER = "micro"  # the tier whose pre-training shape the workflow-built rows are timed at
 
 # name -> (model type, config of the released checkpoint, hub ids and package assets that have this architecture)
 ARCHITECTURES = {
@@ -92,12 +99,18 @@ def build(name: str, device: torch.device):
 
 
 def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: int, steps: int) -> tuple[float, int]:
-    """(tokens per second, peak bytes on a GPU else 0) over `steps` timed steps after `warmup` untimed ones."""
+    """(tokens per second, peak bytes on a GPU else 0) over `steps` timed steps after `warmup` untimed ones. A model
+    with an MLM head trains on its own loss, with BERT's 15% of positions labelled (the head scores every position)."""
     vocab = model.config.vocab_size
     ids = torch.randint(5, vocab - 1, (batch, seq), device=device)
     kwargs = {"input_ids": ids}
     if model.config.model_type == "t5":  # the ladder's classifier runs the decoder over the input too
         kwargs["decoder_input_ids"] = ids
+    mlm = type(model).__name__.endswith("ForMaskedLM")
+    if mlm:
+        labels = ids.clone()
+        labels[torch.rand(ids.shape, generator=torch.Generator().manual_seed(0)).to(device) >= 0.15] = -100
+        kwargs["labels"] = labels
     model.train(train)
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -105,9 +118,9 @@ def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: 
 
     def step():
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None), torch.set_grad_enabled(train):
-            out = model(**kwargs).last_hidden_state
+            out = model(**kwargs)
         if train:
-            out.float().pow(2).mean().backward()
+            (out.loss if mlm else out.last_hidden_state.float().pow(2).mean()).backward()
             model.zero_grad(set_to_none=True)
 
     def sync():
@@ -125,6 +138,40 @@ def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: 
         times.append(time.perf_counter() - start)
     peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else 0
     return batch * seq / statistics.median(times), peak
+
+
+def pretrain_shape(name: str) -> dict | None:
+    """The pre-training shape ({seq_len, train_batch}) of a row the workflow pre-trains, from the tier's asset of
+    that size; None for a released model."""
+    model_type, cfg, assets = ARCHITECTURES[name]
+    if "workflow:pretrain-mlm" not in assets:
+        return None
+    sys.path.insert(0, str(REPO / "src"))
+    from plmclaims.tiers import load_tier
+
+    for spec in load_tier(PRETRAIN_TIER)["assets"].values():
+        m = spec.get("model", {})
+        if spec.get("kind") == "pretrain-mlm" and (m.get("layers"), m.get("hidden")) == (cfg["num_hidden_layers"],
+                                                                                         cfg["hidden_size"]):
+            return {"seq_len": int(m.get("max_length", 128)), "train_batch": int(spec["train"]["batch_size"])}
+    sys.exit(f"benchmarks/throughput.py: no pretrain-mlm asset of {name}'s size in the {PRETRAIN_TIER} tier; "
+             f"remove workflow:pretrain-mlm from its assets or add the asset")
+
+
+def time_pretrain(name: str, device: torch.device, dtype, shape: dict) -> dict:
+    """The row's pre-training fields: forward+backward tokens/s with the MLM head at the tier's pre-training shape."""
+    pre = pretrain_shape(name)
+    if pre is None:
+        return {}
+    model_type, cfg, _ = ARCHITECTURES[name]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForMaskedLM.from_config(transformers.AutoConfig.for_model(model_type, **cfg)).to(device)
+    rate, peak = time_steps(model, device, pre["train_batch"], pre["seq_len"], True, dtype, shape["warmup"], shape["steps"])
+    row = {"pretrain_seq_len": pre["seq_len"], "pretrain_batch": pre["train_batch"], "pretrain_tokens_per_s": round(rate, 1)}
+    if device.type == "cuda":
+        row["pretrain_peak_mb"] = round(peak / 2**20)
+    print(f"{name:18s} pre-training (MLM head, {pre['train_batch']} x {pre['seq_len']}): {rate:9.0f} tok/s", flush=True)
+    return row
 
 
 # What a job runs before its work begins, in a fresh interpreter: the imports every rule's command makes (torch,
@@ -166,23 +213,34 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="the JSON to write (default: benchmarks/throughput/<device-slug>.json)")
     ap.add_argument("--startup-only", metavar="TABLE", default=None,
                     help="measure only a job's start-up and write it into this existing table (job_startup_s)")
+    ap.add_argument("--pretrain-only", metavar="TABLE", default=None,
+                    help="measure only the pre-training rates of the rows the workflow pre-trains and write them into "
+                         "this existing table")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads or device.type == "cpu":
         torch.set_num_threads(args.threads or 1)
-    if args.startup_only:
-        path = Path(args.startup_only)
+    dtype, shape = autocast_dtype(device), shapes(device)
+    if args.startup_only or args.pretrain_only:
+        path = Path(args.startup_only or args.pretrain_only)
         table = json.loads(path.read_text())
         if table.get("device_type") != device.type:
             sys.exit(f"{path}: a {table.get('device_type')} table, measured elsewhere than this {device.type}; "
-                     "measure its start-up on its own device")
-        table.update(job_startup_s=round(job_startup_s(), 2), job_startup_date=datetime.date.today().isoformat())
+                     "update it on its own device")
+        today = datetime.date.today().isoformat()
+        if args.startup_only:
+            table.update(job_startup_s=round(job_startup_s(), 2), job_startup_date=today)
+            print(f"job start-up {table['job_startup_s']} s")
+        else:
+            for name, row in table["architectures"].items():
+                if name in ARCHITECTURES:
+                    row.update(time_pretrain(name, device, dtype, shape))
+            table["pretrain_date"] = today
         path.write_text(json.dumps(table, indent=1) + "\n")
-        print(f"job start-up {table['job_startup_s']} s; wrote {path}")
+        print(f"wrote {path}")
         return
-    dtype, shape = autocast_dtype(device), shapes(device)
     rows = {}
     names = args.only or [n for n in ARCHITECTURES if device.type == "cuda" or n not in CPU_SKIPS]
     for name in names:
@@ -195,9 +253,10 @@ def main() -> None:
                       "forward_tokens_per_s": round(fwd, 1), "train_tokens_per_s": round(train, 1)}
         if device.type == "cuda":
             rows[name].update(forward_peak_mb=round(fwd_peak / 2**20), train_peak_mb=round(train_peak / 2**20))
+        del model
+        rows[name].update(time_pretrain(name, device, dtype, shape))
         print(f"{name:18s} {params / 1e6:7.1f}M params  forward {fwd:10.0f} tok/s  forward+backward {train:9.0f} tok/s  "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-        del model
     if args.only:
         return
     startup = job_startup_s()

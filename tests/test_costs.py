@@ -205,6 +205,53 @@ def test_pretraining_is_costed_at_its_own_steps_and_size(repo):
     assert costs.run_cost(longer, TABLE).seconds == pytest.approx(2 * c.seconds)
 
 
+def test_pretraining_is_priced_at_the_rate_timed_with_its_mlm_head(repo):
+    """A table that timed pre-training itself (MLM head, the tier's shape) prices it at that rate, not at the encoder's
+    (2.7x too cheap on the micro tier); the MLM logits add to its peak memory."""
+    tier = load_tier("micro")
+    plans = plan_all(load_claims(repo / "replications", ["sts/whitening-improves-bert"]), tier)
+    run = next(r for p in plans for r in all_runs(p.score_runs()).values() if r.kind == "pretrain")
+    encoder_only = costs.run_cost(run, TABLE)
+    table = copy.deepcopy(TABLE)
+    table["architectures"]["micro-bert"]["pretrain_tokens_per_s"] = 500.0  # a quarter of train_tokens_per_s
+    with_head = costs.run_cost(run, table)
+    assert with_head.seconds == pytest.approx(4 * encoder_only.seconds)  # TABLE has no start-up to add
+    spec = tier["assets"][run.asset]
+    logits_mb = 3 * 4 * spec["train"]["batch_size"] * spec["model"]["max_length"] * spec["model"]["vocab"] / 2**20
+    assert with_head.peak_mb == pytest.approx(encoder_only.peak_mb) and encoder_only.peak_mb > logits_mb
+    # other kinds on the same row keep the encoder's rate
+    encode = next(r for p in plans for r in all_runs(p.score_runs()).values()
+                  if r.kind == "encode" and "micro-bert" in (r.instance or ""))
+    assert costs.run_cost(encode, table).seconds == pytest.approx(costs.run_cost(encode, TABLE).seconds)
+
+
+def test_throughput_times_pretraining_at_the_tiers_shape_with_its_mlm_head(repo):
+    """benchmarks/throughput.py reads the pre-training shape from the tier file for the rows the workflow pre-trains
+    (none for a released model), and its timed step trains an MLM model on its own loss."""
+    import importlib.util
+
+    import torch
+    import transformers
+
+    spec = importlib.util.spec_from_file_location("throughput_bench", repo / "benchmarks" / "throughput.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    micro = load_tier("micro")["assets"]["micro-bert"]
+    assert bench.pretrain_shape("micro-bert") == {"seq_len": micro["model"]["max_length"],
+                                                  "train_batch": micro["train"]["batch_size"]}
+    assert bench.pretrain_shape("bert-base-uncased") is None
+    cfg = transformers.BertConfig(vocab_size=200, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=16)
+    model = transformers.BertForMaskedLM(cfg)
+    seen = []
+    model.register_forward_hook(lambda m, args, kwargs, out: seen.append((kwargs.get("labels"), out.loss)),
+                                with_kwargs=True)
+    rate, _ = bench.time_steps(model, torch.device("cpu"), 4, 8, True, None, 0, 1)
+    labels, loss = seen[0]
+    assert rate > 0 and loss is not None and loss.requires_grad
+    assert 0 < (labels != -100).sum() < labels.numel()  # BERT's share of positions is labelled, not all and not none
+
+
 def _contrastive(plans, method):
     return next(r for r in _runs(plans, "contrastive") if r.method == method and not r.params.get("released")
                 and r.instance.startswith("bert-base-uncased"))  # the row TABLE has

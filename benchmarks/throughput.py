@@ -15,6 +15,10 @@ its MLM head, whose logits over the whole vocabulary at every position cost as m
 tier's pre-training shape (sequences of 128, batch 32, read from the tier file). The encoder-only rate priced
 pre-training 2.7x too cheap on the micro tier (benchmarks/plan_vs_measured.py).
 
+A CPU workflow runs `--cores N` one-thread jobs side by side, and they share the machine's caches and memory
+bandwidth: `--side-by-side N` times micro-bert's pre-training step alone and then in N processes at once, and writes
+the ratio (`side_by_side`: each job's slowdown at N jobs); the plan prints the wall time that implies.
+
 Measure on an idle machine: a table taken beside other jobs prices every run at their contention (the first CPU
 table, taken so, was 10-40x slow). `benchmarks/plan_vs_measured.py` checks a table against the wall times a finished
 tier recorded.
@@ -23,6 +27,7 @@ tier recorded.
     python benchmarks/throughput.py --only t5-small # one architecture (for a quick look; prints, writes nothing)
     python benchmarks/throughput.py --startup-only benchmarks/throughput/<device>.json  # re-measure start-up only
     python benchmarks/throughput.py --pretrain-only benchmarks/throughput/<device>.json  # pre-training rates only
+    python benchmarks/throughput.py --side-by-side 2 benchmarks/throughput/<device>.json  # 2 jobs' slowdown only
 """
 from __future__ import annotations
 
@@ -174,6 +179,42 @@ def time_pretrain(name: str, device: torch.device, dtype, shape: dict) -> dict:
     return row
 
 
+SIDE_BY_SIDE_ROW, SIDE_BY_SIDE_STEPS = "micro-bert", 8
+
+
+def _rate_worker() -> None:
+    """One side-by-side job (a process of its own, one thread): micro-bert's pre-training step, tokens/s on stdout."""
+    torch.set_num_threads(1)
+    model_type, cfg, _ = ARCHITECTURES[SIDE_BY_SIDE_ROW]
+    pre = pretrain_shape(SIDE_BY_SIDE_ROW)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForMaskedLM.from_config(transformers.AutoConfig.for_model(model_type, **cfg))
+    rate, _ = time_steps(model, torch.device("cpu"), pre["train_batch"], pre["seq_len"], True, None, 1, SIDE_BY_SIDE_STEPS)
+    print(json.dumps({"tokens_per_s": rate}))
+
+
+def side_by_side(jobs: int) -> dict:
+    """Each job's slowdown when `jobs` one-thread jobs run at once: the rate of one job alone over the mean rate of
+    `jobs` started together (each in its own interpreter, as the workflow's jobs are), on the same step."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--rate-worker"]
+
+    def rates(n: int) -> list[float]:
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        outs = [p.communicate()[0] for p in procs]
+        if any(p.returncode for p in procs):
+            sys.exit("benchmarks/throughput.py: a side-by-side worker failed (run it alone: --rate-worker)")
+        return [json.loads(o.strip().splitlines()[-1])["tokens_per_s"] for o in outs]
+
+    alone = rates(1)[0]
+    together = rates(jobs)
+    slowdown = alone / statistics.mean(together)
+    print(f"side by side: {SIDE_BY_SIDE_ROW} pre-training step alone {alone:.0f} tok/s; {jobs} at once "
+          f"{', '.join(f'{r:.0f}' for r in together)} tok/s: each job {slowdown:.2f}x slower")
+    return {"jobs": jobs, "slowdown": round(slowdown, 2), "alone_tokens_per_s": round(alone, 1),
+            "together_tokens_per_s": [round(r, 1) for r in together], "row": SIDE_BY_SIDE_ROW,
+            "date": datetime.date.today().isoformat()}
+
+
 # What a job runs before its work begins, in a fresh interpreter: the imports every rule's command makes (torch,
 # transformers, the model classes, plmclaims' run modules) and, on a GPU, the CUDA context. Model loading and data
 # reading are left out (they vary by rule and asset); the workflow's provenance records the whole of it (startup_s).
@@ -216,15 +257,23 @@ def main() -> None:
     ap.add_argument("--pretrain-only", metavar="TABLE", default=None,
                     help="measure only the pre-training rates of the rows the workflow pre-trains and write them into "
                          "this existing table")
+    ap.add_argument("--side-by-side", nargs=2, metavar=("JOBS", "TABLE"), default=None,
+                    help="measure only each job's slowdown when JOBS one-thread jobs run at once (CPU) and write it "
+                         "into this existing table")
+    ap.add_argument("--rate-worker", action="store_true", help=argparse.SUPPRESS)  # one --side-by-side job
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads or device.type == "cpu":
         torch.set_num_threads(args.threads or 1)
+    if args.rate_worker:
+        return _rate_worker()
     dtype, shape = autocast_dtype(device), shapes(device)
-    if args.startup_only or args.pretrain_only:
-        path = Path(args.startup_only or args.pretrain_only)
+    if args.side_by_side and (device.type != "cpu" or int(args.side_by_side[0]) < 2):
+        sys.exit("--side-by-side: JOBS must be 2 or more, on a CPU (a GPU runs one job at a time)")
+    if args.startup_only or args.pretrain_only or args.side_by_side:
+        path = Path(args.startup_only or args.pretrain_only or args.side_by_side[1])
         table = json.loads(path.read_text())
         if table.get("device_type") != device.type:
             sys.exit(f"{path}: a {table.get('device_type')} table, measured elsewhere than this {device.type}; "
@@ -233,6 +282,8 @@ def main() -> None:
         if args.startup_only:
             table.update(job_startup_s=round(job_startup_s(), 2), job_startup_date=today)
             print(f"job start-up {table['job_startup_s']} s")
+        elif args.side_by_side:
+            table["side_by_side"] = side_by_side(int(args.side_by_side[0]))
         else:
             for name, row in table["architectures"].items():
                 if name in ARCHITECTURES:

@@ -252,6 +252,20 @@ def test_throughput_times_pretraining_at_the_tiers_shape_with_its_mlm_head(repo)
     assert 0 < (labels != -100).sum() < labels.numel()  # BERT's share of positions is labelled, not all and not none
 
 
+def test_the_plan_prints_the_wall_time_of_jobs_side_by_side(paper):
+    """A CPU table that measured jobs side by side turns the core-hours into a wall time at that many jobs; a table
+    that did not says nothing about wall time."""
+    tier, plans = paper
+    path = costs.TABLE_DIR / "test.json"
+    plain = costs.render(plans, tier, path, TABLE)
+    assert "side by side" not in plain
+    table = {**TABLE, "side_by_side": {"jobs": 2, "slowdown": 1.5, "date": "2000-01-01"}}
+    out = costs.render(plans, tier, path, table)
+    total = costs.plan_costs(plans, TABLE)["total"]["seconds"]
+    line = next(l for l in out.splitlines() if "side by side" in l)
+    assert f"at least {costs._hours(total * 1.5 / 2)} h" in line and "1.50x" in line
+
+
 def _contrastive(plans, method):
     return next(r for r in _runs(plans, "contrastive") if r.method == method and not r.params.get("released")
                 and r.instance.startswith("bert-base-uncased"))  # the row TABLE has

@@ -439,6 +439,11 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) ->
         lines.append(f"  +?: {total['unknown']} model runs on an architecture the table lacks; their hours are left out")
     lines.append(f"  the total counts each run once: {res['shared']} runs are shared between claims "
                  f"({res['shared_extra']} fewer than the per-claim rows add up to)")
+    sbs = table.get("side_by_side")
+    if sbs and unit == "CPU-h":  # CPU-h are one job alone on a core; jobs side by side share caches and memory
+        lines.append(f"  wall time at {sbs['jobs']} jobs side by side (--cores {sbs['jobs']}): at least "
+                     f"{_hours(total['seconds'] * sbs['slowdown'] / sbs['jobs'])} h (each job {sbs['slowdown']:.2f}x "
+                     f"slower beside the others, measured {sbs.get('date')}; perfect packing, so a lower bound)")
     lines += ["", f"{'rule':<20} {'runs':>6} {unit:>9} {'peak memory':>12}"]
     for kind, r in sorted(res["by_rule"].items()):
         if kind in GPU_KINDS:

@@ -17,7 +17,8 @@ pre-training 2.7x too cheap on the micro tier (benchmarks/plan_vs_measured.py).
 
 A CPU workflow runs `--cores N` one-thread jobs side by side, and they share the machine's caches and memory
 bandwidth: `--side-by-side N` times micro-bert's pre-training step alone and then in N processes at once, and writes
-the ratio (`side_by_side`: each job's slowdown at N jobs); the plan prints the wall time that implies.
+the ratio (`side_by_side`: each job's slowdown at N jobs; a whole CPU table measures it at one job per core); the
+plan prints the wall time that implies.
 
 Measure on an idle machine: a table taken beside other jobs prices every run at their contention (the first CPU
 table, taken so, was 10-40x slow). `benchmarks/plan_vs_measured.py` checks a table against the wall times a finished
@@ -322,6 +323,8 @@ def main() -> None:
                  "steps (t5-large left out: too slow); CPU figures scale poorly to a GPU"),
         "architectures": rows,
     }
+    if device.type == "cpu" and (os.cpu_count() or 1) > 1:  # the workflow fills every core: one job per core
+        table["side_by_side"] = side_by_side(os.cpu_count())
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60]
     out = Path(args.out) if args.out else OUT_DIR / f"{slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

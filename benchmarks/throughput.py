@@ -48,6 +48,7 @@ import transformers
 
 REPO = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(__file__).resolve().parent / "throughput"
+sys.path.insert(0, str(REPO / "src"))  # plmclaims' tier files, for the pre-training shape
 PRETRAIN_TIER = "micro"  # the tier whose pre-training shape the workflow-built rows are timed at
 
 # name -> (model type, config of the released checkpoint, hub ids and package assets that have this architecture)
@@ -95,11 +96,13 @@ def autocast_dtype(device: torch.device):
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def build(name: str, device: torch.device):
+def build(name: str, device: torch.device, mlm: bool = False):
+    """(model with random weights, its dims): the bare encoder, or with its MLM head as pre-training runs it."""
     model_type, cfg, _ = ARCHITECTURES[name]
     config = transformers.AutoConfig.for_model(model_type, **cfg)
     torch.manual_seed(0)
-    model = transformers.AutoModel.from_config(config).to(device)  # random weights: throughput does not read them
+    auto = transformers.AutoModelForMaskedLM if mlm else transformers.AutoModel
+    model = auto.from_config(config).to(device)  # random weights: throughput does not read them
     dims = {"layers": config.num_hidden_layers, "hidden": config.hidden_size, "heads": config.num_attention_heads}
     return model, dims
 
@@ -152,7 +155,6 @@ def pretrain_shape(name: str) -> dict | None:
     model_type, cfg, assets = ARCHITECTURES[name]
     if "workflow:pretrain-mlm" not in assets:
         return None
-    sys.path.insert(0, str(REPO / "src"))
     from plmclaims.tiers import load_tier
 
     for spec in load_tier(PRETRAIN_TIER)["assets"].values():
@@ -169,9 +171,7 @@ def time_pretrain(name: str, device: torch.device, dtype, shape: dict) -> dict:
     pre = pretrain_shape(name)
     if pre is None:
         return {}
-    model_type, cfg, _ = ARCHITECTURES[name]
-    torch.manual_seed(0)
-    model = transformers.AutoModelForMaskedLM.from_config(transformers.AutoConfig.for_model(model_type, **cfg)).to(device)
+    model, _ = build(name, device, mlm=True)
     rate, peak = time_steps(model, device, pre["train_batch"], pre["seq_len"], True, dtype, shape["warmup"], shape["steps"])
     row = {"pretrain_seq_len": pre["seq_len"], "pretrain_batch": pre["train_batch"], "pretrain_tokens_per_s": round(rate, 1)}
     if device.type == "cuda":
@@ -186,10 +186,8 @@ SIDE_BY_SIDE_ROW, SIDE_BY_SIDE_STEPS = "micro-bert", 8
 def _rate_worker() -> None:
     """One side-by-side job (a process of its own, one thread): micro-bert's pre-training step, tokens/s on stdout."""
     torch.set_num_threads(1)
-    model_type, cfg, _ = ARCHITECTURES[SIDE_BY_SIDE_ROW]
     pre = pretrain_shape(SIDE_BY_SIDE_ROW)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForMaskedLM.from_config(transformers.AutoConfig.for_model(model_type, **cfg))
+    model, _ = build(SIDE_BY_SIDE_ROW, torch.device("cpu"), mlm=True)
     rate, _ = time_steps(model, torch.device("cpu"), pre["train_batch"], pre["seq_len"], True, None, 1, SIDE_BY_SIDE_STEPS)
     print(json.dumps({"tokens_per_s": rate}))
 

@@ -141,3 +141,33 @@ def test_corpus_sources_are_recorded(tmp_path):
     assert len(info["sha256"]) == 64 and all(len(v) == 64 for v in info["sources"].values())
     lines = (tmp_path / "corpus.txt").read_text().splitlines()
     assert len(lines) == sum(info["sentences"].values())
+
+
+def test_masked_positions_loss_equals_the_full_head_loss_and_gradients():
+    """Pre-training scores only the masked positions; that must be BertForMaskedLM's own loss, gradients included."""
+    from transformers import BertForMaskedLM
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(microbert.bert_config({"hidden": 32, "layers": 2, "heads": 2, "ffn": 64, "max_length": 16}, 50))
+    model.eval()  # no dropout: both losses see the same forward pass
+    ids = torch.randint(5, 50, (3, 16))
+    labels = torch.full_like(ids, -100)
+    chosen = torch.rand(ids.shape, generator=torch.Generator().manual_seed(1)) < 0.15
+    labels[chosen] = ids[chosen]
+    assert 0 < int(chosen.sum()) < ids.numel()
+
+    full = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
+    full.backward()
+    full_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    ours = microbert.masked_lm_loss(model, ids, labels)
+    ours.backward()
+    assert torch.allclose(ours, full, atol=1e-6)
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert grads.keys() == full_grads.keys()
+    for name, g in grads.items():
+        assert torch.allclose(g, full_grads[name], atol=1e-6), name
+
+    # a batch with nothing masked carries no signal rather than a NaN that would poison the weights
+    empty = microbert.masked_lm_loss(model, ids, torch.full_like(ids, -100))
+    assert float(empty) == 0.0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .data import synthetic
 from .errors import UserError
+from .models.microbert import MASK_PROBABILITY
 from .plan import ClaimPlan, Run, all_runs
 
 TABLE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput"
@@ -315,7 +316,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
     # it; loading the weights and reading the data are not priced)
     cost.seconds = float(table.get("job_startup_s", 0.0))
     # FLOP/s the table's device reached; pre-training at the rate timed with its MLM head at its own shape, where the
-    # table has it (the head's logits over the vocabulary cost as much as a small encoder: benchmarks/throughput.py)
+    # table has it (the head's logits over the vocabulary, even at the masked positions only, are a large share of a
+    # small encoder's arithmetic: benchmarks/throughput.py)
     rate = row.get("pretrain_tokens_per_s") if run.kind == "pretrain" else None
     train_rate = 6 * row["params"] * (rate or row["train_tokens_per_s"])
     t5 = row["model_type"] == "t5"
@@ -323,8 +325,9 @@ def run_cost(run: Run, table: dict) -> RunCost:
     cost.seconds += k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table)
     seq = min(seq, int(spec.get("max_length", seq)))
     cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
-    if run.kind == "pretrain":  # the MLM logits at every position, with their softmax and gradient: 3 float32 copies
-        cost.peak_mb += 3 * 4 * batch * seq * int(spec["model"].get("vocab", 0)) / 2**20
+    if run.kind == "pretrain":  # the MLM logits at the masked positions, with their softmax and gradient: 3 float32
+        # copies (microbert.masked_lm_loss scores only those positions)
+        cost.peak_mb += 3 * 4 * batch * seq * MASK_PROBABILITY * int(spec["model"].get("vocab", 0)) / 2**20
     if predictor is not None:  # BSL's predictor trains beside the encoder on one vector per view
         blocks, mult = predictor
         d = a.hidden

@@ -49,7 +49,7 @@ import transformers
 REPO = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(__file__).resolve().parent / "throughput"
 sys.path.insert(0, str(REPO / "src"))  # plmclaims' tier files, for the pre-training shape, and its pre-training loss
-from plmclaims.models.microbert import masked_lm_loss  # noqa: E402
+from plmclaims.models.microbert import MASK_PROBABILITY, masked_lm_loss  # noqa: E402
 PRETRAIN_TIER = "micro"  # the tier whose pre-training shape the workflow-built rows are timed at
 
 # name -> (model type, config of the released checkpoint, hub ids and package assets that have this architecture)
@@ -110,7 +110,7 @@ def build(name: str, device: torch.device, mlm: bool = False):
 
 def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: int, steps: int) -> tuple[float, int]:
     """(tokens per second, peak bytes on a GPU else 0) over `steps` timed steps after `warmup` untimed ones. A model
-    with an MLM head trains on the workflow's pre-training loss, with BERT's 15% of positions labelled (the head
+    with an MLM head trains on the workflow's pre-training loss, with BERT's share of positions labelled (the head
     scores only those, as microbert.masked_lm_loss does)."""
     vocab = model.config.vocab_size
     ids = torch.randint(5, vocab - 1, (batch, seq), device=device)
@@ -120,8 +120,7 @@ def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: 
     mlm = type(model).__name__.endswith("ForMaskedLM")
     if mlm:
         labels = ids.clone()
-        labels[torch.rand(ids.shape, generator=torch.Generator().manual_seed(0)).to(device) >= 0.15] = -100
-        kwargs["labels"] = labels
+        labels[torch.rand(ids.shape, generator=torch.Generator().manual_seed(0)).to(device) >= MASK_PROBABILITY] = -100
     model.train(train)
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -129,7 +128,7 @@ def time_steps(model, device, batch: int, seq: int, train: bool, dtype, warmup: 
 
     def step():
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None), torch.set_grad_enabled(train):
-            out = masked_lm_loss(model, ids, kwargs["labels"]) if mlm else model(**kwargs)
+            out = masked_lm_loss(model, ids, labels) if mlm else model(**kwargs)
         if train:
             (out if mlm else out.last_hidden_state.float().pow(2).mean()).backward()
             model.zero_grad(set_to_none=True)

@@ -51,3 +51,31 @@ def test_regression_task_predicts_scores(minilm_path, data_root):
     offset = values["target_offset"]
     assert offset == pytest.approx(np.mean(training.sample(train, BUDGET["max_train"], 1).labels))
     assert 1.5 < offset < 4.0 and abs(np.mean(preds["STS-B::pred"]) - offset) < 1.0
+
+
+def test_the_training_optimiser_is_fused_adamw_with_adamws_update():
+    """optim.adamw (every transformer training loop's optimiser) is torch's fused kernel: AdamW's rule to rounding
+    (checked against the unfused loop over ten steps, weight decay included) and the same bytes run to run."""
+    import torch
+
+    from plmclaims.optim import adamw
+
+    def trained(make):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(32, 16)
+        opt = make(layer.parameters())
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(10):
+            for p in layer.parameters():
+                p.grad = torch.randn(p.shape, generator=gen)
+            opt.step()
+        return torch.cat([p.detach().flatten() for p in layer.parameters()]), opt
+
+    fused, opt = trained(lambda ps: adamw(ps, lr=1e-2, weight_decay=0.01))
+    assert opt.defaults["fused"] is True and opt.defaults["weight_decay"] == 0.01
+    loop, _ = trained(lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.01, foreach=False))
+    start, _ = trained(lambda ps: torch.optim.AdamW(ps, lr=0.0))
+    assert (fused - start).abs().max() > 0.05  # ten steps of 1e-2 moved the weights
+    torch.testing.assert_close(fused, loop, rtol=0, atol=1e-6)
+    assert torch.equal(fused, trained(lambda ps: adamw(ps, lr=1e-2, weight_decay=0.01))[0])
+

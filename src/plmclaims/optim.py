@@ -1,4 +1,4 @@
-"""The learning-rate schedule every training run here uses."""
+"""The optimiser and the learning-rate schedule every transformer training run here uses."""
 from __future__ import annotations
 
 
@@ -8,3 +8,15 @@ def linear_warmup_decay(opt, warmup: int, steps: int):
 
     warmup = max(1, warmup)
     return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+
+
+def adamw(params, lr: float, weight_decay: float = 0.01):
+    """AdamW with torch's fused kernel (one pass over every parameter per step, CPU and CUDA alike).
+
+    Why fused: the default CPU implementation loops over the parameters op by op, and on one thread its step cost
+    0.16 s for all-MiniLM-L6-v2's 22.7M parameters against 0.021 s fused (7.5x; 10% of a fine-tuning step at the micro
+    budget). The update rule is AdamW's; the fused kernel orders its arithmetic differently, so weights differ from
+    the unfused loop by rounding (about 3e-8 after five steps) and are the same bytes run to run."""
+    import torch
+
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)

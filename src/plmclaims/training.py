@@ -17,7 +17,7 @@ from . import methods, stats
 from .data import seeded_subset
 from .data.glue import GlueData
 from .evaluation import glue_metrics
-from .optim import linear_warmup_decay
+from .optim import adamw, linear_warmup_decay
 
 def sample(data: GlueData, n: int | None, seed: int) -> GlueData:
     """A seeded sample of at most n examples (the whole split when n is None or not smaller)."""
@@ -99,7 +99,7 @@ def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: f
     import torch
     from tqdm.auto import tqdm
 
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
+    opt = adamw([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
     sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
     losses = []
     bar = tqdm(total=steps, desc=desc, unit="step", disable=not progress, mininterval=10)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..encoders import POOLINGS
 from ..errors import UserError
-from ..optim import linear_warmup_decay
+from ..optim import adamw, linear_warmup_decay
 
 WARMUP_SHARE = 0.1  # sentence-transformers' usual warm-up: the first 10% of the steps
 log = logging.getLogger("plmclaims")
@@ -108,7 +108,7 @@ def distill(teacher, tokenizer, sentences: list[str], steps: int, batch_size: in
         _vectors(student, tokenizer, [sentences[i] for i in track], pooling, max_length), targets[torch.as_tensor(track)]))
     mse_start = mse()
     order = np.concatenate([rng.permutation(len(sentences)) for _ in range(-(-steps * batch_size // len(sentences)))])
-    opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.01)
+    opt = adamw(student.parameters(), lr=lr, weight_decay=0.01)
     sched = linear_warmup_decay(opt, int(WARMUP_SHARE * steps), steps)
     student.train()
     history = []

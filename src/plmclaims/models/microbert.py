@@ -18,7 +18,7 @@ import numpy as np
 
 from ..data import sentences
 from ..errors import UserError
-from ..optim import linear_warmup_decay
+from ..optim import adamw, linear_warmup_decay
 from ..provenance import atomic_write_json, sha256_file
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -172,7 +172,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         raise UserError(f"pre-training corpus {corpus} yields {len(blocks)} blocks of {arch['max_length']} tokens, fewer than one batch ({bs})")
     order_rng = np.random.default_rng(seed)
     model = BertForMaskedLM(bert_config(arch, len(tokenizer)))
-    opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
+    opt = adamw(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
     warmup = int(train.get("warmup", max(1, steps // 10)))
     sched = linear_warmup_decay(opt, warmup, steps)
     gen = torch.Generator().manual_seed(seed)
@@ -182,7 +182,7 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
     if resume is not None:  # resume: weights, optimiser, schedule and RNG state come back exactly
         state = _load_trainer_state(resume)
         model = BertForMaskedLM.from_pretrained(str(resume), use_safetensors=True)
-        opt = torch.optim.AdamW(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
+        opt = adamw(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
         sched = linear_warmup_decay(opt, warmup, steps)
         # the optimiser state is loaded after the scheduler is built: building it resets the learning rate
         opt.load_state_dict(state["optimizer"])

@@ -88,7 +88,7 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
     import torch
     from tqdm.auto import tqdm
 
-    from ...optim import linear_warmup_decay
+    from ...optim import adamw, linear_warmup_decay
     from ...training import peak_memory_mb
 
     budget = check_budget(budget)
@@ -101,7 +101,7 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
         raise UserError(f"contrastive objective {objective}: the corpus has {len(examples)} training {module.INPUT} for a "
                         f"batch of {budget['batch_size']}; lower the budget's batch_size or give the corpus more text")
     rng = np.random.default_rng(seed)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=budget["lr"])
+    opt = adamw([p for p in model.parameters() if p.requires_grad], lr=budget["lr"], weight_decay=0.01)
     sched = linear_warmup_decay(opt, budget["warmup"], budget["steps"])
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

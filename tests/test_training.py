@@ -79,3 +79,26 @@ def test_the_training_optimiser_is_fused_adamw_with_adamws_update():
     torch.testing.assert_close(fused, loop, rtol=0, atol=1e-6)
     assert torch.equal(fused, trained(lambda ps: adamw(ps, lr=1e-2, weight_decay=0.01))[0])
 
+
+def test_dev_predictions_go_through_by_length_and_come_back_in_dev_order(minilm_path, data_root):
+    """predict_dev batches dev by length (less padding) and returns each example's prediction at its own position:
+    the same, to float rounding, as predicting each example alone (no padding at all). A regression task, so each
+    prediction is a distinct number and a mix-up of positions would show."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    dev = training.sample(glue.load_local(data_root / "glue", "STS-B", "dev"), 40, 0)
+    assert dev.num_labels == 1
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(minilm_path, num_labels=1).eval()
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    pred = training.predict_dev(model, tok, dev, 48, offset=2.5)
+    alone = []
+    with torch.inference_mode():
+        for a, b in zip(dev.text_a, dev.text_b):
+            enc = tok(a, b, truncation=True, max_length=48, return_tensors="pt")
+            alone.append(float(model(**enc).logits[0, 0]) + 2.5)
+    lengths = [len(a) + len(b) for a, b in zip(dev.text_a, dev.text_b)]
+    assert lengths != sorted(lengths)  # dev is not already in length order: the reordering is exercised
+    np.testing.assert_allclose(pred, alone, atol=1e-4)
+    assert np.ptp(pred) > 1e-3  # distinct examples, distinct predictions: a mix-up of positions would show

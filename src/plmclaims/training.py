@@ -118,6 +118,24 @@ def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: f
     return losses
 
 
+def predict_dev(model, tokenizer, dev: GlueData, max_len: int, offset: float = 0.0, device: str = "cpu") -> np.ndarray:
+    """The model's prediction for each dev example, in dev order (a regression output with `offset` added back; a
+    class otherwise). Examples go through in order of length, 64 at a time, so a batch pads to its own longest
+    example and not to the split's; attention masks the padding, so each prediction is the example's own."""
+    import torch
+
+    by_length = np.argsort([len(a) + (len(dev.text_b[i]) if dev.text_b is not None else 0) for i, a in enumerate(dev.text_a)],
+                           kind="stable")
+    preds = []
+    with torch.inference_mode():
+        for batch in _batches(tokenizer, dev, by_length, 64, max_len):
+            logits = model(**{k: v.to(device) for k, v in batch.items() if k != "labels"}).logits.float().cpu().numpy()
+            preds.append(logits[:, 0] + offset if dev.num_labels == 1 else logits.argmax(-1))
+    pred = np.empty(len(dev), dtype=np.float64)
+    pred[by_length] = np.concatenate(preds)
+    return pred
+
+
 def peak_memory_mb(device: str) -> float:
     """Peak GPU memory allocated, or the process's peak resident memory on CPU."""
     import torch
@@ -187,12 +205,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     offset = float(np.mean(train.labels)) if dev.num_labels == 1 else 0.0
     losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len, offset), len(train), epochs, steps, lr,
                           order_seed, device, f"{method} {train.task} seed {head_seed}/{order_seed}", progress)
-    preds = []
-    with torch.inference_mode():
-        for batch in _batches(tokenizer, dev, np.arange(len(dev)), 64, max_len):
-            logits = model(**{k: v.to(device) for k, v in batch.items() if k != "labels"}).logits.float().cpu().numpy()
-            preds.append(logits[:, 0] + offset if dev.num_labels == 1 else logits.argmax(-1))
-    pred = np.concatenate(preds).astype(np.float64)
+    pred = predict_dev(model, tokenizer, dev, max_len, offset, device)
     gold = np.asarray(dev.labels, dtype=np.float64)
     peak = peak_memory_mb(device)
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},

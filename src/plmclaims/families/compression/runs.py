@@ -181,12 +181,7 @@ def compress_glue(tier: dict, run_spec: plan.Run, data_root: str | None, finetun
         run.values["model"] = str(model_dir)
         predict_with, info = _compressed_classifier(run_spec, model, tok, tier, data_root, max_len, offset, run)
         run.values.update(info)
-        preds = []
-        with torch.inference_mode():
-            for batch in training._batches(tok, dev, np.arange(len(dev)), 64, max_len):  # the fine-tuning run's batches
-                logits = predict_with(**{k: v for k, v in batch.items() if k != "labels"}).logits.float().numpy()
-                preds.append(logits[:, 0] + offset if dev.num_labels == 1 else logits.argmax(-1))
-        pred = np.concatenate(preds).astype(np.float64)
+        pred = training.predict_dev(predict_with, tok, dev, max_len, offset)  # as the fine-tuning run predicts
         gold = np.asarray(dev.labels, dtype=np.float64)
         run.values["benchmarks"] = {task: {**glue_metrics.score(task, gold, pred), "examples": len(dev)}}
         degenerate = stats.degenerate(pred)

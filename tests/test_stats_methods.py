@@ -176,3 +176,30 @@ def test_grouped_indices_resample_whole_sentences_within_subsets():
         assert (subsets[i] == "a").sum() in range(3, 10) and np.isin(groups[i][subsets[i] == "b"], [7, 8]).all()
     flat = stats.grouped_indices(np.array(["x"] * 50), np.arange(50), 30, np.random.default_rng(1))
     assert all(len(i) == 50 for i in flat) and len(np.unique(np.concatenate(flat))) > 40
+
+
+def test_counted_bootstrap_equals_scoring_each_resample():
+    """bootstrap_scores' vectorised path (Spearman and Pearson from resample counts) against scoring every resample
+    with aggregate(): ties in both arrays, several subsets, several seeds, every aggregation, stratified and plain
+    resamples, including resamples that miss a subset."""
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        n = int(rng.integers(3, 200))
+        gold = np.round(rng.uniform(0, 5, n), int(trial % 2))  # ties in the gold
+        preds = [np.round(gold + rng.normal(0, 2, n), int(trial % 3)) for _ in range(1 + trial % 3)]
+        subsets = rng.choice(["a", "b", "c"][: 1 + trial % 3], n)
+        for idx in (stats.stratified_indices(subsets, 40, rng), rng.integers(0, n, size=(40, n))):
+            for how in stats.AGGREGATIONS:
+                for metric in (stats.spearman, stats.pearson):
+                    fast = stats.bootstrap_scores(preds, gold, subsets, how, idx, metric=metric)
+                    slow = np.array([np.mean([stats.aggregate(p[i], gold[i], subsets[i], how, metric) for p in preds])
+                                     for i in idx]) * 100
+                    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-9)
+    # chunked like a real verdict (more resamples x items than one chunk holds): the same numbers as in one piece
+    gold = rng.uniform(0, 5, 3000)
+    pred = gold + rng.normal(0, 1, 3000)
+    subsets = np.array(["x"] * 3000)
+    idx = stats.stratified_indices(subsets, 200, rng)
+    whole = stats.bootstrap_scores([pred], gold, subsets, "all", idx)
+    assert len(idx) * len(gold) > stats._CELLS_PER_CHUNK
+    np.testing.assert_allclose(whole, [stats.spearman(pred[i], gold[i]) * 100 for i in idx], rtol=0, atol=1e-9)

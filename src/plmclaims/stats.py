@@ -171,11 +171,105 @@ def grouped_indices(subsets: np.ndarray, groups: np.ndarray, n_resamples: int,
 
 def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str,
                      indices: np.ndarray, scale: float = 100.0, metric=spearman) -> np.ndarray:
-    """Seed-averaged score of each bootstrap resample; `preds` holds one prediction array per seed."""
+    """Seed-averaged score of each bootstrap resample; `preds` holds one prediction array per seed.
+
+    Spearman and Pearson over equal-length resamples (stratified_indices) take a vectorised path that scores the
+    resamples without drawing them (_counted_scores: the same numbers up to rounding, about 1e-13; a verdict's
+    bootstrap went from 80 s to under 10); other metrics, ragged resamples and NaN predictions are scored one by one."""
+    if metric in _COUNTED and isinstance(indices, np.ndarray) and indices.ndim == 2 and len(indices) \
+            and not any(np.isnan(np.asarray(a, dtype=float)).any() for a in [*preds, gold]):
+        return _counted_scores(preds, gold, subsets, how, indices, metric) * scale
     out = np.empty(len(indices))
     for r, idx in enumerate(indices):
         sub = subsets[idx]
         out[r] = np.mean([aggregate(p[idx], gold[idx], sub, how, metric) for p in preds]) * scale
+    return out
+
+
+# A resample drawn with replacement is a count per item: how many times the resample holds it. Every statistic below
+# is computed from those counts (R x n, one row per resample) as weights on the items, so no resample is drawn, sorted
+# or ranked item by item. An item's rank within a resample depends only on the counts: the items drawn below its value
+# plus the average position among its ties, so one sort of the whole array serves every resample.
+
+def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """How many times each of the n items is drawn in each resample (R x n)."""
+    rows = len(indices)
+    flat = (indices + (np.arange(rows) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+def _counted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each item's rank within each resample (R x n), ties given the average of the ranks they span: what rankdata
+    gives a drawn copy of the item. Items not drawn get a rank as well; their count of 0 leaves it unused."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    drawn = counts[:, order]
+    through = np.cumsum(drawn, axis=1)  # copies drawn at or below each sorted position
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    if len(starts) == len(values):  # no ties: copies drawn below, plus the middle of the item's own copies
+        ranked = through - (drawn - 1) / 2
+    else:  # a tie group spans the copies drawn of all its items: from the first item's start to the last's end
+        ends = np.r_[starts[1:], len(values)] - 1
+        below = through[:, starts] - drawn[:, starts]
+        ranked = np.repeat(below + (through[:, ends] - below + 1) / 2, np.diff(np.r_[starts, len(values)]), axis=1)
+    ranks = np.empty(counts.shape)
+    ranks[:, order] = ranked
+    return ranks
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson of x and y with item weights w, per row (x and y: R x n or n); 0 where either side is constant, as
+    pearson() scores a constant predictor."""
+    total = np.maximum(w.sum(axis=1, keepdims=True), 1e-300)  # a part a resample does not draw: scored 0, unused
+    dx = x - (w * x).sum(axis=1, keepdims=True) / total
+    dy = y - (w * y).sum(axis=1, keepdims=True) / total
+    denom = np.sqrt((w * dx * dx).sum(axis=1) * (w * dy * dy).sum(axis=1))
+    return np.where(denom > 0, (w * dx * dy).sum(axis=1) / np.where(denom > 0, denom, 1.0), 0.0)
+
+
+def _counted_metric(metric, pred: np.ndarray, gold_ranks, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    if metric is spearman:
+        return _weighted_pearson(_counted_ranks(pred, counts), gold_ranks, counts)
+    return _weighted_pearson(pred.astype(float), gold.astype(float), counts)
+
+
+_COUNTED = (spearman, pearson)
+# resamples x items held at once: 2 MB per array. Larger chunks are slower, not faster (1000 resamples of 5000 items,
+# two seeds: 1.0-1.5 s at 2M cells, 0.3-0.4 s at 100k-500k, 1.2 s at 10k): each fresh multi-megabyte array is paged
+# in anew, and small ones pay numpy's per-call overhead
+_CELLS_PER_CHUNK = 250_000
+
+
+def _counted_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str, indices: np.ndarray,
+                    metric) -> np.ndarray:
+    """bootstrap_scores (unscaled) from resample counts, for Spearman and Pearson and every aggregation."""
+    if how not in AGGREGATIONS:
+        raise ValueError(f"aggregation {how!r} unknown; allowed values: {', '.join(AGGREGATIONS)}")
+    gold = np.asarray(gold, dtype=float)
+    preds = [np.asarray(p, dtype=float) for p in preds]
+    n = len(gold)
+    parts = [np.arange(n)] if how == "all" else [np.flatnonzero(subsets == name) for name in np.unique(subsets)]
+    chunk = max(1, _CELLS_PER_CHUNK // max(n, 1))
+    out = np.empty(len(indices))
+    for start in range(0, len(indices), chunk):
+        counts = _counts(indices[start:start + chunk], n)
+        per_part, sizes = [], []
+        for pos in parts:
+            w = counts[:, pos]
+            g = gold[pos]
+            gold_ranks = _counted_ranks(g, w) if metric is spearman else None
+            per_part.append(np.mean([_counted_metric(metric, p[pos], gold_ranks, g, w) for p in preds], axis=0))
+            sizes.append(w.sum(axis=1))
+        per_part, sizes = np.array(per_part), np.array(sizes)  # parts x resamples
+        if how == "all":
+            out[start:start + len(counts)] = per_part[0]
+            continue
+        present = sizes > 0  # a subset a resample does not draw counts for nothing, as aggregate() never sees it
+        per_part = np.where(present, per_part, 0.0)
+        if how == "wmean":
+            out[start:start + len(counts)] = (per_part * sizes).sum(axis=0) / sizes.sum(axis=0)
+        else:
+            out[start:start + len(counts)] = per_part.sum(axis=0) / present.sum(axis=0)
     return out
 
 

@@ -43,8 +43,12 @@ def test_a_sweep_is_a_curve_whose_points_are_the_single_settings_runs(repo):
 
     micro = _plans(repo, load_tier("micro"))[CLAIMS[2]].measurements
     curve = micro["sparsity"]
-    assert list(curve.points) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    # micro keeps 4 of the 10 points, ends included (compression.max_curve_points)
+    assert list(curve.points) == [0.0, 0.3, 0.6, 0.9]
     assert curve.points[0.3][0].key == micro["sparse_30"].runs[0].key  # a point and the single measurement share a run
+    assert curve.points[0.6][0].key == micro["sparse_60"].runs[0].key
+    # nothing pruned is the encoder as it is: the curve's first point is the uncompressed run, not a second copy of it
+    assert curve.points[0.0][0].key == micro["dense"].runs[0].key and curve.points[0.0][0].method == "uncompressed"
     assert [r.key for r in curve.runs] == [rs[0].key for rs in curve.points.values()]
     # the tiny tier thins a sweep to its ends and middle; the cap is not part of a run's identity
     tiny = _plans(repo, load_tier("tiny"))[CLAIMS[2]].measurements["sparsity"]

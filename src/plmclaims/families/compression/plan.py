@@ -24,6 +24,20 @@ def setting(method: str, params: dict) -> str:
     return "-".join(f"{k}-{v}" for k, v in sorted(params.items())) or "none"
 
 
+# Methods whose one parameter is the share of the encoder taken away: at 0 they mask no head and zero no weight.
+FRACTION_METHODS = ("head-pruning", "magnitude-pruning")
+
+
+def as_compressed(method: str, params: dict) -> tuple[str, dict]:
+    """The (method, params) the plan runs for a measurement's setting: a fraction of 0 is the encoder as it is, so a
+    curve's first point is the uncompressed run itself (the same vectors, computed once and shared) rather than a
+    second run under another name. tests/test_compression_family.py runs both pruners at 0 and checks that they
+    score as the uncompressed model."""
+    if method in FRACTION_METHODS and float(params.get("fraction", 1.0)) == 0.0:
+        return "uncompressed", {}
+    return method, params
+
+
 def compress_run(tier: dict, evaluator: str, instance: str, form: str, method: str, params: dict) -> Run:
     source = SOURCE_OF_EVALUATOR[evaluator]
     view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode", "compression"), asset_view(tier, instance))
@@ -89,7 +103,7 @@ def plan_glue(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, 
     seed = int(tier["finetune"]["seeds"][0])
 
     def runs(params: dict) -> list[Run]:
-        return [compress_glue_run(tier, instance, t, seed, m.method, params) for t in tasks]
+        return [compress_glue_run(tier, instance, t, seed, *as_compressed(m.method, params)) for t in tasks]
 
     if isinstance(m.params.get("fraction"), list):
         points = sweep_points(m.params["fraction"], tier["compression"].get("max_curve_points"))
@@ -123,8 +137,9 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     twins = "random-weights" in claim.controls and m.role == "raw-encoder"
 
     def runs(params: dict) -> tuple[list[Run], list[Run]]:
-        made = [compress_run(tier, evaluator, inst.name, form, m.method, params) for inst in instances(tier, asset)]
-        return made, [compress_run(tier, evaluator, i.name, form, m.method, params) for i in random_twins(tier, asset)] if twins else []
+        method, params = as_compressed(m.method, params)
+        made = [compress_run(tier, evaluator, inst.name, form, method, params) for inst in instances(tier, asset)]
+        return made, [compress_run(tier, evaluator, i.name, form, method, params) for i in random_twins(tier, asset)] if twins else []
 
     if isinstance(m.params.get("fraction"), list):  # a curve along the sparsity axis
         both = {f: runs({**m.params, "fraction": f})

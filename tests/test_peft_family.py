@@ -41,8 +41,11 @@ def test_peft_claims_share_full_finetuning_runs(repo):
     assert {r.instance for r in ladder.measurements["ft_medium"].runs} == {"micro-bert.s1"}
     prefix = plans["peft/prefix-tuning-matches-finetuning"]
     zs = prefix.measurements["zero_shot"].runs
-    assert [(r.kind, r.method, r.seed) for r in zs] == [("lm", "zero-shot", 0)] * 2
+    # one zero-shot run per task the tier runs: micro skips RTE (lm.skip_tasks: no signal at its budget)
+    assert P.skipped_tasks(prefix.claim, tier) == {"RTE": tier["lm"]["skip_tasks"]["RTE"]}
+    assert [(r.kind, r.method, r.seed, r.task) for r in zs] == [("lm", "zero-shot", 0, "SST-2")]
     assert {r.instance for r in prefix.measurements["prefix"].runs} == {"smollm2-135m"}
+    assert {r.task for r in prefix.measurements["prefix"].runs} == {"SST-2"}
 
 
 

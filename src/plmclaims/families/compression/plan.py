@@ -13,7 +13,7 @@ from ...data.sts import SOURCE_OF_EVALUATOR
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, skipped_tasks
 from ...tiers import instances, random_twins
 from ..sts import plan as sts_plan
-from . import GLUE_METHODS, ONNX_PACKAGE
+from . import FAMILY, GLUE_METHODS, ONNX_PACKAGE
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 DISTILL_SOURCES = ("STSBenchmark", "SICK-R")  # their train splits: the distillation sentences, never a test set
@@ -24,8 +24,9 @@ def setting(method: str, params: dict) -> str:
     return "-".join(f"{k}-{v}" for k, v in sorted(params.items())) or "none"
 
 
-# Methods whose one parameter is the share of the encoder taken away: at 0 they mask no head and zero no weight.
-FRACTION_METHODS = ("head-pruning", "magnitude-pruning")
+# Methods whose one parameter is the share of the encoder taken away (the family's declaration): at 0 they mask no
+# head and zero no weight.
+FRACTION_METHODS = tuple(m for m, ps in FAMILY.method_params.items() if ps == ("fraction",))
 
 
 def as_compressed(method: str, params: dict) -> tuple[str, dict]:

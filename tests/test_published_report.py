@@ -1,6 +1,7 @@
 """The committed micro report (results/micro: claims.md, claims.json, claims.csv, provenance.json and the figures) is
 the main job's output, never edited by hand, and cannot go stale silently: it covers exactly the claims in
-replications/ at their current versions, its Markdown and CSV are what the report code makes of its claims.json,
+replications/ at their current versions, each verdict rests on exactly the runs and judging settings that the current
+micro tier plans for it (so a change of budget, curve points or skipped tasks in micro.yaml shows), its Markdown and CSV are what the report code makes of its claims.json,
 and the commits and package versions that produced it and its runs are real and within the project's pins.
 
 When a claim is added or changed, rerun the main job (`snakemake --cores 2 --config data_root=...`; only what
@@ -11,6 +12,7 @@ import csv
 import io
 import json
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -51,6 +53,42 @@ def test_it_covers_every_claim_at_its_current_version(published, repo):
     assert all(v["tier"] == "micro" and not v.get("rehearsal") for v in verdicts)
     text = (published / "claims.md").read_text()
     assert all(f"`{i}`" in text for i in claims)
+
+
+def test_each_verdict_rests_on_the_runs_and_judging_settings_the_tier_now_plans(published, repo):
+    """A run's key covers everything that can change its result, so the planned score runs' paths name the tier's
+    budgets; the judging settings are the part of the tier a verdict reads besides its runs (plan.verdict_tier_view)."""
+    from plmclaims.plan import plan_all, verdict_tier_view
+
+    tier = load_tier("micro")
+    plans = {p.claim.id: p for p in plan_all(load_claims(repo / "replications"), tier)}
+    results = str((published).relative_to(repo))
+    stale_runs, stale_settings = {}, []
+    for v in json.loads((published / "claims.json").read_text()):
+        cplan = plans[v["id"]]
+        planned = sorted({r.path(results) for r in cplan.score_runs()})
+        if v["runs"] != planned:
+            stale_runs[v["id"]] = (f"{len(set(planned) - set(v['runs']))} planned runs not in the report, "
+                                   f"{len(set(v['runs']) - set(planned))} report runs no longer planned")
+        recorded = verdict_tier_view(cplan, v["provenance"]["config"]["tier"])
+        if recorded != json.loads(json.dumps(verdict_tier_view(cplan, tier), default=str)):
+            stale_settings.append(v["id"])
+    assert not stale_runs, f"verdicts whose runs differ from what the micro tier now plans: {stale_runs}; {REGENERATE}"
+    assert not stale_settings, (f"verdicts judged with other bootstrap, judges, controls, floors or roles than "
+                                f"micro.yaml's now: {stale_settings}; {REGENERATE}")
+
+
+def test_the_readme_claim_table_shows_the_published_verdicts(published, repo):
+    """The README's verdict column is report.readme_verdict of the committed claims.json, so it cannot drift from the
+    report (`plmclaims readme` sets it)."""
+    from plmclaims.report import sync_readme
+
+    text = (repo / "README.md").read_text()
+    synced, missing = sync_readme(text, json.loads((published / "claims.json").read_text()))
+    assert not missing, f"README.md has no claim-table row for {missing}"
+    stale = [a.split("|")[1].strip() for a, b in zip(text.split("\n"), synced.split("\n")) if a != b]
+    assert not stale, (f"README.md's claim table shows other verdicts than results/micro/claims.json for {stale}; "
+                       "run: plmclaims readme --claims results/micro/claims.json README.md")
 
 
 def test_its_markdown_and_csv_are_what_the_report_code_makes_of_its_json(published):
@@ -110,3 +148,18 @@ def test_its_package_versions_are_within_the_project_pins(published, repo):
             assert not bad, f"{name} {bad} outside the project's pin {pins[name]}; {REGENERATE} with the pinned versions"
             checked += 1
     assert checked >= 5  # torch, transformers, datasets, mteb, snakemake at least
+
+
+def test_the_readme_command_sets_the_verdict_cells_and_names_a_claim_without_a_row(published, repo, tmp_path):
+    readme = tmp_path / "README.md"
+    lines = [line for line in (repo / "README.md").read_text().split("\n") if not line.startswith("| `sts/flow-improves-bert` |")]
+    readme.write_text("\n".join(lines))
+    res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "readme", "--claims", str(published / "claims.json"),
+                          str(readme)], capture_output=True, text=True)
+    assert res.returncode == 2 and "no claim-table row" in res.stderr and "sts/flow-improves-bert" in res.stderr
+    stale = (repo / "README.md").read_text().replace("| **reproduced**", "| **not-reproduced**")
+    readme.write_text(stale)
+    res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "readme", "--claims", str(published / "claims.json"),
+                          str(readme)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert stale != (repo / "README.md").read_text() == readme.read_text()  # the cells back to the report's

@@ -1,5 +1,5 @@
 """Command-line interface: one thin subcommand per Snakemake rule (each family adds its own, families/<f>/commands.py),
-plus `validate`, `prefetch` and `report`.
+plus `validate`, `prefetch`, `report` and `readme`.
 
 Every subcommand turns a UserError into one line on stderr and exit status 2, so a malformed claim
 stops the workflow with a message that names the file and field, not a traceback.
@@ -139,6 +139,19 @@ def cmd_report(args) -> None:
     report.write([Path(p) for p in args.verdicts], _tier(args), Path(args.out_dir))
 
 
+def cmd_readme(args) -> None:
+    import json
+
+    from . import report
+
+    readme = Path(args.readme)
+    text, missing = report.sync_readme(readme.read_text(), json.loads(Path(args.claims).read_text()))
+    if missing:
+        raise UserError(f"{readme}: no claim-table row (| `<claim id>` | ...) for {', '.join(missing)}; add the rows, then rerun")
+    readme.write_text(text)
+    print(f"{readme}: claim table's verdicts set from {args.claims}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="plmclaims", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true")
@@ -204,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)
     sp.add_argument("verdicts", nargs="+")
+    sp = add("readme", cmd_readme, "set the README claim table's verdict cells from a report's claims.json")
+    sp.add_argument("--claims", default="results/micro/claims.json")
+    sp.add_argument("readme", nargs="?", default="README.md")
     return p
 
 

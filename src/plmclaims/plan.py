@@ -243,12 +243,17 @@ def tokenizer_dir(resources: str, tier: dict, asset: str) -> str:
     return tokenizer_run(tier, asset).dir(resources)
 
 
+def verdict_tier_view(cplan: "ClaimPlan", tier: dict) -> dict:
+    """The part of the tier a claim's verdict reads besides its runs: the judging settings and its roles."""
+    roles = sorted({m.role for m in cplan.claim.measurements.values()} | {"lexical"})
+    return pick(tier, "bootstrap", "judges", "controls", "floors", *(f"roles.{r}" for r in roles))
+
+
 def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
     """Everything a verdict reads besides its runs: the claim as loaded and the tier's judging settings. A rule
     parameter, so editing one claim (or the bootstrap) reruns exactly the verdicts it changes."""
-    roles = sorted({m.role for m in cplan.claim.measurements.values()} | {"lexical"})
-    view = pick(tier, "bootstrap", "judges", "controls", "floors", *(f"roles.{r}" for r in roles))
-    blob = json.dumps({"claim": cplan.claim.data, "tier": view}, sort_keys=True, separators=(",", ":"), default=str)
+    blob = json.dumps({"claim": cplan.claim.data, "tier": verdict_tier_view(cplan, tier)}, sort_keys=True,
+                      separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -1,8 +1,9 @@
 """The committed micro report (results/micro: claims.md, claims.json, claims.csv, provenance.json and the figures) is
 the main job's output, never edited by hand, and cannot go stale silently: it covers exactly the claims in
 replications/ at their current versions, each verdict rests on exactly the runs and judging settings that the current
-micro tier plans for it (so a change of budget, curve points or skipped tasks in micro.yaml shows), its Markdown and CSV are what the report code makes of its claims.json,
-and the commits and package versions that produced it and its runs are real and within the project's pins.
+micro tier plans for it (so a change of budget, curve points or skipped tasks in micro.yaml shows), its Markdown and
+CSV are what the report code makes of its claims.json, the README's claim table shows its verdicts, and the commits
+and package versions that produced it and its runs are real and within the project's pins.
 
 When a claim is added or changed, rerun the main job (`snakemake --cores 2 --config data_root=...`; only what
 changed is computed) and commit results/micro's report files in the same change."""
@@ -62,7 +63,7 @@ def test_each_verdict_rests_on_the_runs_and_judging_settings_the_tier_now_plans(
 
     tier = load_tier("micro")
     plans = {p.claim.id: p for p in plan_all(load_claims(repo / "replications"), tier)}
-    results = str((published).relative_to(repo))
+    results = str(published.relative_to(repo))
     stale_runs, stale_settings = {}, []
     for v in json.loads((published / "claims.json").read_text()):
         cplan = plans[v["id"]]
@@ -152,14 +153,15 @@ def test_its_package_versions_are_within_the_project_pins(published, repo):
 
 def test_the_readme_command_sets_the_verdict_cells_and_names_a_claim_without_a_row(published, repo, tmp_path):
     readme = tmp_path / "README.md"
-    lines = [line for line in (repo / "README.md").read_text().split("\n") if not line.startswith("| `sts/flow-improves-bert` |")]
-    readme.write_text("\n".join(lines))
+    text = (repo / "README.md").read_text()
+    row = "| `sts/flow-improves-bert` |"
+    readme.write_text("\n".join(line for line in text.split("\n") if not line.startswith(row)))
     res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "readme", "--claims", str(published / "claims.json"),
                           str(readme)], capture_output=True, text=True)
     assert res.returncode == 2 and "no claim-table row" in res.stderr and "sts/flow-improves-bert" in res.stderr
-    stale = (repo / "README.md").read_text().replace("| **reproduced**", "| **not-reproduced**")
+    stale = text.replace("| **reproduced**", "| **not-reproduced**")
     readme.write_text(stale)
     res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "readme", "--claims", str(published / "claims.json"),
                           str(readme)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert stale != (repo / "README.md").read_text() == readme.read_text()  # the cells back to the report's
+    assert stale != text == readme.read_text()  # the cells back to the report's

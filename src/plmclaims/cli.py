@@ -147,7 +147,8 @@ def cmd_readme(args) -> None:
     readme = Path(args.readme)
     text, missing = report.sync_readme(readme.read_text(), json.loads(Path(args.claims).read_text()))
     if missing:
-        raise UserError(f"{readme}: no claim-table row (| `<claim id>` | ...) for {', '.join(missing)}; add the rows, then rerun")
+        raise UserError(f"{readme}: no claim-table row (| `<claim id>` | ...) for {', '.join(missing)}; "
+                        "add the rows, then rerun")
     readme.write_text(text)
     print(f"{readme}: claim table's verdicts set from {args.claims}")
 

@@ -81,8 +81,9 @@ def rows(verdicts: list[dict]) -> list[dict]:
 
 def readme_verdict(v: dict) -> str:
     """The README claim table's verdict cell: the verdict in bold, whether the claim file expected it, the verdict
-    engine's first reason (its note's first sentence, up to the first ';' if long; run paths left out) and each measurement's average with its
-    random-weights twin's. The report itself (claims.md) has every number, interval and check."""
+    engine's first reason (its note's first sentence, up to the first ';' if long; run paths left out) and each
+    measurement's average with its random-weights twin's. The report itself (claims.md) has every number, interval
+    and check."""
     expected = {True: " (as expected)", False: " (not the expected verdict)"}.get(v.get("matches_expected"), "")
     reason = re.sub(r"\S+/metrics\.json: ", "", v["note"]).split(". ")[0]
     reason = (reason.split("; ")[0] if len(reason) > 200 else reason).strip().rstrip(".")

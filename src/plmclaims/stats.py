@@ -175,7 +175,8 @@ def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndar
 
     Spearman and Pearson over equal-length resamples (stratified_indices) take a vectorised path that scores the
     resamples without drawing them (_counted_scores: the same numbers up to rounding, about 1e-13; one contrastive
-    verdict's bootstrap calls went from 85.6 s to 17.8 s); other metrics, ragged resamples and NaN predictions are scored one by one."""
+    verdict's bootstrap calls went from 85.6 s to 17.8 s); other metrics, ragged resamples and NaN predictions are
+    scored one by one."""
     if metric in _COUNTED and isinstance(indices, np.ndarray) and indices.ndim == 2 and len(indices) \
             and not any(np.isnan(np.asarray(a, dtype=float)).any() for a in [*preds, gold]):
         return _counted_scores(preds, gold, subsets, how, indices, metric) * scale

@@ -85,7 +85,7 @@ def test_score_run_with_flow_writes_what_verdicts_read(tmp_path, data_root):
     spec, view = P.run_from_json(run.to_json(tier))  # as the rule hands it to the CLI: the tier view the key covers
     assert spec.key == run.key
     sts_runs.score(view, spec, str(data_root), vectors, Path(run.path(str(results))))
-    metrics, npz = verdicts._load_run(run, str(results))
+    metrics, npz = verdicts.load_run(run, str(results))
     bench = metrics["values"]["benchmarks"]
     assert set(bench) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R"}
     for name, v in bench.items():
@@ -96,7 +96,7 @@ def test_score_run_with_flow_writes_what_verdicts_read(tmp_path, data_root):
     plain = score_run(tier, "senteval", "micro-bert.s1", "tokenised", "first-last", "none")
     spec, view = P.run_from_json(plain.to_json(tier))
     sts_runs.score(view, spec, str(data_root), vectors, Path(plain.path(str(results))))
-    _, npz_plain = verdicts._load_run(plain, str(results))
+    _, npz_plain = verdicts.load_run(plain, str(results))
     assert not np.allclose(npz["STS12::pred"], npz_plain["STS12::pred"])
 
 
@@ -158,7 +158,7 @@ def test_whitening_and_flow_fitted_on_a_hub_corpus(tmp_path, data_root):
         spec, view = P.run_from_json(run.to_json(tier))
         fit = Path(fit_run[0].path(str(results))) if post.endswith("nli") else None
         sts_runs.score(view, spec, str(data_root), Path(encode.path(str(results))), Path(run.path(str(results))), fit)
-        metrics, npz = verdicts._load_run(run, str(results))
+        metrics, npz = verdicts.load_run(run, str(results))
         sts12 = metrics["values"]["benchmarks"]["STS12"]
         assert sts12["fit_on"] == post.split("-")[1]
         # NLI: the corpus's 150 sentences; target: STS12's own (at most 2 x 40 pairs, repeated sentences once)

@@ -292,7 +292,7 @@ def test_a_curve_with_too_few_usable_points_says_so(repo, tmp_path):
     reason = mrpc["details"][0]["reason"]
     assert mrpc["outcome"] == "inconclusive" and "1 usable point(s)" in reason
     # the reason counts all 8 collapsed runs but names only the first few; claims.json keeps every one
-    assert "8 degenerate run(s): " in reason and reason.count("constant predictions") == 3 and "and 5 more" in reason
+    assert "8 point(s) without a number: " in reason and reason.count("constant predictions") == 3 and "and 5 more" in reason
     listed = [p.get("degenerate", {}).get("MRPC") for m in verdict["measurements"].values() for p in m.get("curve", [])]
     assert sum(x is not None for x in listed) == 8
     one = with_overrides(tier, {"finetune.seed_grid": {"head": [1], "order": [1]}})

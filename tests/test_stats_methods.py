@@ -203,3 +203,30 @@ def test_counted_bootstrap_equals_scoring_each_resample():
     whole = stats.bootstrap_scores([pred], gold, subsets, "all", idx)
     assert len(idx) * len(gold) > stats._CELLS_PER_CHUNK
     np.testing.assert_allclose(whole, [stats.spearman(pred[i], gold[i]) * 100 for i in idx], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("metric", [stats.spearman, stats.accuracy])  # the counted path and the per-resample loop
+def test_seed_resampling_widens_the_interval_by_the_spread_between_seeds(metric):
+    """The Multi-Bootstrap (Sellam et al. 2022): where two seeds disagree, resampling seeds as well as items widens the
+    interval; where they agree, it changes nothing; the seed draws are shared by sides with the same number of seeds."""
+    rng = np.random.default_rng(0)
+    n, r = 400, 400
+    gold = rng.integers(0, 2, n).astype(float)
+    subsets = np.array(["a"] * n)
+    idx = stats.stratified_indices(subsets, r, np.random.default_rng(1))
+
+    def seed(noise, s):
+        return gold + np.random.default_rng(s).normal(scale=noise, size=n) > 0.5 if metric is stats.accuracy \
+            else gold + np.random.default_rng(s).normal(scale=noise, size=n)
+    good, poor = seed(0.2, 2).astype(float), seed(2.0, 3).astype(float)
+    w = stats.seed_resample_weights(2, r, np.random.default_rng(5))
+    assert w.shape == (r, 2) and np.allclose(w.sum(1), 1) and set(np.unique(w)) == {0.0, 0.5, 1.0}
+    assert stats.seed_resample_weights(1, r, np.random.default_rng(5)) is None
+    assert np.array_equal(w, stats.seed_resample_weights(2, r, np.random.default_rng(5)))  # paired across sides
+    width = lambda s: np.subtract(*stats.interval(s)[::-1])  # noqa: E731
+    items_only = stats.bootstrap_scores([good, poor], gold, subsets, "all", idx, metric=metric)
+    both = stats.bootstrap_scores([good, poor], gold, subsets, "all", idx, metric=metric, seed_weights=w)
+    assert width(both) > 2 * width(items_only)
+    assert abs(np.mean(both) - np.mean(items_only)) < width(both) / 4  # centred alike: the mean over seeds
+    same = stats.bootstrap_scores([good, good], gold, subsets, "all", idx, metric=metric, seed_weights=w)
+    assert np.allclose(same, stats.bootstrap_scores([good, good], gold, subsets, "all", idx, metric=metric))

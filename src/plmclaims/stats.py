@@ -170,8 +170,14 @@ def grouped_indices(subsets: np.ndarray, groups: np.ndarray, n_resamples: int,
 
 
 def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str,
-                     indices: np.ndarray, scale: float = 100.0, metric=spearman) -> np.ndarray:
+                     indices: np.ndarray, scale: float = 100.0, metric=spearman,
+                     seed_weights: np.ndarray | None = None) -> np.ndarray:
     """Seed-averaged score of each bootstrap resample; `preds` holds one prediction array per seed.
+
+    `seed_weights` (resamples x seeds, each row summing to 1) resamples the seeds too: row r weighs each seed by the
+    share of draws it got in resample r (seed_resample_weights), so the interval holds the spread a new seed gives as
+    well as a new test set (the Multi-Bootstrap of Sellam et al. 2022, "The MultiBERTs"). None: every seed weighs the
+    same in every resample (the items alone are resampled).
 
     Spearman and Pearson over equal-length resamples (stratified_indices) take a vectorised path that scores the
     resamples without drawing them (_counted_scores: the same numbers up to rounding, about 1e-13; one contrastive
@@ -179,12 +185,22 @@ def bootstrap_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndar
     scored one by one."""
     if metric in _COUNTED and isinstance(indices, np.ndarray) and indices.ndim == 2 and len(indices) \
             and not any(np.isnan(np.asarray(a, dtype=float)).any() for a in [*preds, gold]):
-        return _counted_scores(preds, gold, subsets, how, indices, metric) * scale
+        return _counted_scores(preds, gold, subsets, how, indices, metric, seed_weights) * scale
     out = np.empty(len(indices))
     for r, idx in enumerate(indices):
         sub = subsets[idx]
-        out[r] = np.mean([aggregate(p[idx], gold[idx], sub, how, metric) for p in preds]) * scale
+        scores = [aggregate(p[idx], gold[idx], sub, how, metric) for p in preds]
+        out[r] = (np.mean(scores) if seed_weights is None else float(np.dot(seed_weights[r], scores))) * scale
     return out
+
+
+def seed_resample_weights(n_seeds: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Resamples x seeds: the share of n_seeds draws with replacement that each seed gets in each resample (None for
+    one seed, which has nothing to resample). Two sides with the same number of seeds get the same draws when given
+    the same generator state, so seeds they share stay paired."""
+    if n_seeds < 2:
+        return None
+    return rng.multinomial(n_seeds, np.full(n_seeds, 1.0 / n_seeds), size=n_resamples) / n_seeds
 
 
 # A resample drawn with replacement is a count per item: how many times the resample holds it. Every statistic below
@@ -242,7 +258,7 @@ _CELLS_PER_CHUNK = 250_000
 
 
 def _counted_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarray, how: str, indices: np.ndarray,
-                    metric) -> np.ndarray:
+                    metric, seed_weights: np.ndarray | None = None) -> np.ndarray:
     """bootstrap_scores (unscaled) from resample counts, for Spearman and Pearson and every aggregation."""
     if how not in AGGREGATIONS:
         raise ValueError(f"aggregation {how!r} unknown; allowed values: {', '.join(AGGREGATIONS)}")
@@ -260,7 +276,9 @@ def _counted_scores(preds: list[np.ndarray], gold: np.ndarray, subsets: np.ndarr
             w = counts[:, pos]
             g = gold[pos]
             gold_ranks = _counted_ranks(g, w) if metric is spearman else None
-            per_part.append(np.mean([_counted_metric(metric, p[pos], gold_ranks, g, w) for p in preds], axis=0))
+            per_seed = np.array([_counted_metric(metric, p[pos], gold_ranks, g, w) for p in preds])  # seeds x chunk
+            per_part.append(per_seed.mean(axis=0) if seed_weights is None
+                            else (seed_weights[start:start + len(counts)].T * per_seed).sum(axis=0))
             sizes.append(w.sum(axis=1))
         per_part, sizes = np.array(per_part), np.array(sizes)  # parts x resamples
         if how == "all":

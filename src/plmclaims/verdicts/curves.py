@@ -141,16 +141,17 @@ def curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, S
             details.append(Detail(target, "not-run", reason=f"{target} is not run at tier {ev.tier['name']}: {ev.skipped[target]}"))
             continue
         tasks = ev.benchmarks if target == "avg" else [target]
-        bad = [f"{k} on {b}: {r}" for k in keys for b in tasks for r in series[k].degenerate.get(b, [])]
-        failed = [k for k in keys if any(series[k].degenerate.get(b) for b in tasks)]
+        bad = [f"{k} on {b}: {series[k].unusable[b]}" for k in keys for b in tasks if b in series[k].unusable]
+        failed = [k for k in keys if any(b in series[k].unusable for b in tasks)]
         # a spread over seeds counts failed (degenerate) runs as the phenomenon, not as noise: they are left out of
-        # the spread and reported as the failed share; any other shape needs every point
+        # the spread and reported as the failed share; any other shape needs every point to have a number (a point
+        # whose runs are partly degenerate stands on the rest, Evidence.series)
         used = [k for k in keys if k not in failed] if check["shape"] == "spreads" else keys
         if (bad and check["shape"] != "spreads") or len(used) < 2:
             # a tier that plans fewer than two points (CI's rehearsal cuts the layers) has no shape to judge either
             short = f"{len(used)} usable point(s) on the curve, a shape needs 2 or more"
             details.append(Detail(target, "inconclusive", reason="; ".join(
-                ([f"{len(bad)} degenerate run(s): {few(bad)}"] if bad else []) + ([short] if len(used) < 2 else []))))
+                ([f"{len(bad)} point(s) without a number: {few(bad)}"] if bad else []) + ([short] if len(used) < 2 else []))))
             continue
         at = np.array([xs[keys.index(k)] for k in used])
         pts = np.array([series[k].on(target, tasks)[0] for k in used])

@@ -14,6 +14,7 @@ from ..plan import ClaimPlan, skipped_tasks
 from .records import CHANCE, Detail, EvidenceError, Series, point_name
 
 log = logging.getLogger("plmclaims")
+MIN_USABLE_RUNS = 2  # a side that lost runs to degeneracy is judged on the rest only when this many remain
 
 
 def load_run(run, results: str):
@@ -48,6 +49,7 @@ class Evidence:
         self._rng = np.random.default_rng(int(boot.get("seed", 0)))
         self._resamples = int(boot["resamples"])
         self._chance: Series | None = None
+        self._seed_weights: dict[int, np.ndarray | None] = {}
         self.curves: dict[str, list[tuple[float, str]]] = {}  # curve measurement -> (x, point series name), in order
 
     def _pair(self, b: str, npz, where: str) -> None:
@@ -96,7 +98,7 @@ class Evidence:
                 why = values.get("degenerate") or stats.degenerate(pred)
                 if why:
                     s.degenerate.setdefault(b, []).append(f"{where}: {why}")
-                preds[b].append(pred)
+                preds[b].append(None if why else pred)
                 s.extra.setdefault(b, {}).update({k: v for k, v in values.get("benchmarks", {}).get(b, {}).items()
                                                   if k.startswith("mteb")})
         counts = {b: len(preds[b]) for b in self.benchmarks}
@@ -104,16 +106,32 @@ class Evidence:
             raise EvidenceError(f"runs of {sorted({r.instance for r in runs})} cover the benchmarks unevenly: {counts}")
         s.peak_memory_mb = max(peaks) if peaks else None
         for b in self.benchmarks:
-            if b in s.degenerate:  # never a number: every check touching it is inconclusive
+            usable = [p for p in preds[b] if p is not None]
+            failed = len(preds[b]) - len(usable)
+            # a degenerate run is a finding, not a veto: it is counted and shown, left out of the side's mean, and the
+            # side stands on the rest when enough remain (Dodge et al. report failed restarts as part of fine-tuning)
+            if failed and len(usable) < MIN_USABLE_RUNS:
+                s.unusable[b] = (f"{len(usable)} of {len(preds[b])} run(s) usable, {MIN_USABLE_RUNS} needed; degenerate: "
+                                 + "; ".join(s.degenerate[b]))
                 s.seeds[b], s.point[b] = [math.nan] * len(preds[b]), math.nan
                 s.samples[b] = np.full(self._resamples, math.nan)
                 continue
             metric = self.metrics[b]
-            s.seeds[b] = [stats.aggregate(p, self.gold[b], self.subsets[b], self.how, metric) * self.scale for p in preds[b]]
-            s.point[b] = float(np.mean(s.seeds[b]))
-            s.samples[b] = stats.bootstrap_scores(preds[b], self.gold[b], self.subsets[b], self.how, self.indices[b],
-                                                  self.scale, metric)
+            s.seeds[b] = [math.nan if p is None else
+                          stats.aggregate(p, self.gold[b], self.subsets[b], self.how, metric) * self.scale
+                          for p in preds[b]]
+            s.point[b] = float(np.nanmean(s.seeds[b]))
+            s.samples[b] = stats.bootstrap_scores(usable, self.gold[b], self.subsets[b], self.how, self.indices[b],
+                                                  self.scale, metric, self.seed_weights(len(usable)))
         return s
+
+    def seed_weights(self, n_seeds: int) -> np.ndarray | None:
+        """The seed draws of every resample for a side with n_seeds usable runs (stats.seed_resample_weights), the
+        same for every side and benchmark with that many, so that shared seeds stay paired."""
+        if n_seeds not in self._seed_weights:
+            rng = np.random.default_rng([int(self.tier["bootstrap"].get("seed", 0)), n_seeds])
+            self._seed_weights[n_seeds] = stats.seed_resample_weights(n_seeds, self._resamples, rng)
+        return self._seed_weights[n_seeds]
 
     def load(self, cplan: ClaimPlan) -> tuple[dict[str, Series], dict[str, Series]]:
         """Every measurement's series and its random-weights twin's. A curve's points are series of their own, named
@@ -149,11 +167,11 @@ class Evidence:
     def as_floor(self, s: Series) -> Series:
         """A control used as a floor: where its run is degenerate (constant), the chance floor stands in, since a
         predictor that ignores its input scores at most chance."""
-        if not s.degenerate:
+        if not s.unusable:
             return s
         c = self.chance()
         out = Series(s.name, dict(s.point), samples=dict(s.samples))
-        for b in s.degenerate:
+        for b in s.unusable:
             out.point[b], out.samples[b] = c.point[b], c.samples[b]
         return out
 

@@ -40,7 +40,7 @@ class Floors:
                     floors.append(ev.as_floor(lexical[w]))
                 elif w in series and w != name:
                     floors.append(ev.as_floor(Series(w, series[w].point, samples=series[w].samples,
-                                                     degenerate=series[w].degenerate)))
+                                                     unusable=series[w].unusable)))
                 elif w in cplan.measurements and w != name:
                     continue  # a floor measurement this tier cannot run: the other floors still apply
                 else:

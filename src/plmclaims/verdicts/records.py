@@ -34,7 +34,8 @@ class Series:
     parameters: list[dict] = field(default_factory=list)  # per fine-tuning run: trainable, total, fraction
     peak_memory_mb: float | None = None
     training: list[dict] = field(default_factory=list)  # per trained run (contrastive): its budget and what it reached
-    degenerate: dict[str, list[str]] = field(default_factory=dict)  # benchmark -> ["<run>: <reason>"]
+    degenerate: dict[str, list[str]] = field(default_factory=dict)  # benchmark -> ["<run>: <reason>"], every one
+    unusable: dict[str, str] = field(default_factory=dict)  # benchmark -> why the side has no number there
 
     def trained_params(self) -> float | None:
         """Mean trained parameters over the runs (the task head differs slightly between tasks)."""

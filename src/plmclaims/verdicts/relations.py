@@ -16,12 +16,14 @@ def measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, serie
              floors: Floors) -> None:
     """Decide a relation (or a magnitude) on each target, after the guards that make it meaningful."""
     names = list(dict.fromkeys(sides(check)))
-    # 1. a degenerate run never enters the bootstrap
-    touched = [b for target in targets(check) for b in (ev.benchmarks if target == "avg" else [target])]
-    bad = [f"{n} on {b}: {r}" for n in names for b in dict.fromkeys(touched) for r in series[n].degenerate.get(b, [])]
-    if bad:
-        row.outcome, row.reason = "inconclusive", f"{len(bad)} degenerate run(s), left out of the bootstrap: " + few(bad)
+    # 1. a degenerate run never enters the bootstrap: a side stands on its other runs where enough remain, and has
+    # no number where too few do
+    touched = list(dict.fromkeys(b for target in targets(check) for b in (ev.benchmarks if target == "avg" else [target])))
+    lost = [f"{n} on {b}: {series[n].unusable[b]}" for n in names for b in touched if b in series[n].unusable]
+    if lost:
+        row.outcome, row.reason = "inconclusive", f"{len(lost)} side(s) without a number: " + few(lost)
         return
+    dropped = [f"{n} on {b}: {r}" for n in names for b in touched for r in series[n].degenerate.get(b, [])]
     wanted = credited(check)
     if check.get("control") == "random-weights":
         lacking = [n for n in wanted if not any(f.name == "random-weights" for f in floors.of[n])]
@@ -70,6 +72,8 @@ def measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, serie
         left = ([f"not run at tier {ev.tier['name']}: {', '.join(skipped)}"] if skipped else []) + \
                ([f"uninformative (no side above its floor): {', '.join(weak)}"] if weak else [])
         reasons.append(f"judged on {', '.join(details[0].tasks or ev.benchmarks)}; {'; '.join(left)}")
+    if dropped:
+        reasons.append(f"{len(dropped)} degenerate run(s) left out, each side judged on its other runs: {few(dropped)}")
     row.reason = row.reason or "; ".join(dict.fromkeys(reasons))
 
 

@@ -72,7 +72,8 @@ def series_summary(s: Series, ev: Evidence) -> dict:
         lo, hi = ev.ci(samples) if np.isfinite(samples).any() else (math.nan, math.nan)
         out[t] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                   for k, v in {"measured": point, "ci_low": lo, "ci_high": hi}.items()}
-        out[t]["seeds"] = s.seeds.get(t) if t != "avg" else _avg_seeds(s, ev.benchmarks)
+        seeds = s.seeds.get(t) if t != "avg" else _avg_seeds(s, ev.benchmarks)
+        out[t]["seeds"] = None if seeds is None else [None if math.isnan(x) else x for x in seeds]  # None: degenerate
         if s.extra.get(t):
             out[t].update(s.extra[t])
     return out

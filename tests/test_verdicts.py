@@ -101,8 +101,9 @@ def test_semantic_check_is_shown_but_not_judged_at_micro(tmp_path, tier):
     cplan = P.plan_claim(claim, tier)
     _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
     v = decide_claim(cplan, tier, str(tmp_path / "r"))
-    assert v["checks"][0]["outcome"] == "not-judged" and v["checks"][0]["measured_outcome"] == "contradicted"
-    assert v["verdict"] == "not-run"
+    assert v["checks"][0]["outcome"] == "shown" and v["checks"][0]["measured_outcome"] == "contradicted"
+    # rule: not-run is for what did not run; a measured check this tier does not judge is shown, with its outcome
+    assert v["verdict"] == "shown" and "measured, not judged here: bad > good on avg: measured contradicted" in v["note"]
 
 
 def test_random_weights_control_turns_a_hold_into_inconclusive(tmp_path, tier):
@@ -368,7 +369,7 @@ def test_ratio_without_quality_cannot_reproduce(tmp_path, gtier):
     assert "no quality check compares peft with ft: a parameter ratio alone reproduces nothing" in r["reason"]
     # a quality check this tier does not judge does not let the ratio through either
     v = _decide(tmp_path, gtier, [{**NONINF, "scope": "semantic"}, RATIO], lambda n, t: 0.9)
-    assert v["checks"][1]["outcome"] == "inconclusive" and "which is not-judged" in v["checks"][1]["reason"]
+    assert v["checks"][1]["outcome"] == "inconclusive" and "which is shown" in v["checks"][1]["reason"]
     assert v["verdict"] == "inconclusive"
     # with its quality check holding, the ratio counts
     v = _decide(tmp_path, gtier, [NONINF, RATIO], lambda n, t: 0.9)
@@ -495,3 +496,79 @@ def test_seed_spread_widens_the_interval_of_a_side(tmp_path, tier):
     # with two seeds a quarter of the resamples draw one seed twice: the interval reaches both seeds' scores
     assert s["measurements"]["good"]["ci_low"] < min(lo, hi) + 1 and s["measurements"]["good"]["ci_high"] > max(lo, hi) - 1
     assert a["checks"][0]["outcome"] == "holds" and s["checks"][0]["outcome"] == "inconclusive"
+
+
+# ---------------------------------------------------------------- rules a verdict must hold (issue: expert review)
+
+def test_a_relation_the_random_twin_shows_as_strongly_is_not_credited(tmp_path, tier):
+    """Rule: a relation about what pre-training does must hold for the trained model and not for its twin, or hold
+    significantly more strongly. Both sides above their twins, the relation holds, but the untrained network shows the
+    same gap: inconclusive. With the twin's gap smaller, the trained model's gap is credited."""
+    claim = _claim(tmp_path, [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}], M)
+    cplan = P.plan_claim(claim, tier)
+    same = {("mean", False): 0.5, ("cls-before-pooler", False): 2.0, ("mean", True): 0.8, ("cls-before-pooler", True): 6.0}
+    _materialise(cplan, tmp_path / "same", lambda run: same[run.method, ".random-" in run.instance])
+    v = decide_claim(cplan, tier, str(tmp_path / "same"))
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and v["verdict"] == "inconclusive", c
+    assert all(f["above"] for f in c["floors"])  # not the floors: each trained side beats its own twin
+    assert "the random-weights twin shows the same relation" in c["reason"] and "not significantly stronger" in c["reason"]
+    twin = c["details"][0]["twin"]
+    assert twin["outcome"] == "holds" and twin["stronger"]["ci_low"] <= 0
+    weaker = {**same, ("cls-before-pooler", True): 1.0}  # the untrained network's CLS is as good as its mean
+    _materialise(cplan, tmp_path / "weaker", lambda run: weaker[run.method, ".random-" in run.instance])
+    v = decide_claim(cplan, tier, str(tmp_path / "weaker"))
+    assert v["checks"][0]["outcome"] == "holds" and v["verdict"] == "reproduced", v["checks"][0]
+
+
+def test_a_check_that_holds_by_construction_is_shown_never_credited(tmp_path, tier):
+    """Rule: removing more of a model lowers it whatever the paper says: such a check is shown with what it measured,
+    and a claim whose only holding check it is, is shown, not reproduced."""
+    check = {"type": "greater", "a": "good", "b": "bad", "scope": "mechanics",
+             "construction": "masking more heads leaves less of the model"}
+    claim = _claim(tmp_path, [check], M, controls=())
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
+    v = decide_claim(cplan, tier, str(tmp_path / "r"))
+    c = v["checks"][0]
+    assert c["outcome"] == "shown" and c["measured_outcome"] == "holds"
+    assert "holds by construction" in c["reason"] and "masking more heads" in c["reason"]
+    assert v["verdict"] == "shown"
+    real = {"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"}
+    claim = _claim(tmp_path, [check, real], M, controls=())
+    v = decide_claim(P.plan_claim(claim, tier), tier, str(tmp_path / "r"))
+    assert v["verdict"] == "reproduced" and "Shown, not judged here: good > bad on avg: measured holds" in v["note"]
+
+
+def test_a_check_that_cannot_carry_the_claim_alone(tmp_path, tier):
+    """A comparison that is nearly the model against itself is judged and labelled, but cannot reproduce a claim."""
+    check = {"type": "greater", "a": "good", "b": "bad", "scope": "mechanics",
+             "supporting": "int8 weights multiplied in float32: nearly the model against itself"}
+    claim = _claim(tmp_path, [check], M, controls=())
+    cplan = P.plan_claim(claim, tier)
+    _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
+    v = decide_claim(cplan, tier, str(tmp_path / "r"))
+    assert v["checks"][0]["outcome"] == "holds" and v["verdict"] == "inconclusive"
+    assert "only checks that cannot carry the claim alone hold" in v["note"] and "nearly the model" in v["note"]
+
+
+def test_a_shortfall_at_a_cut_budget_is_no_contradiction_unless_its_control_shows_the_method_falls_short(tmp_path, gtier):
+    """Rule: a contradiction must be one the tier can make. The method trails its reference at a budget far below the
+    paper's: inconclusive with the numbers. Where the control check (the method against the same model without it)
+    is contradicted too, the method itself falls short and the contradiction stands."""
+    budget = {"tiers": ["micro"], "why": "600 steps of MSE on 9.6k sentences, against DistilBERT's 3 epochs"}
+    short = {"type": "non-inferior", "a": "peft", "b": "ft", "delta": 1.0, "scope": "mechanics", "budget_limited": budget}
+    v = _decide(tmp_path / "a", gtier, [short], lambda n, t: 0.7 if n == "peft" else 0.9)
+    c = v["checks"][0]
+    assert c["outcome"] == "inconclusive" and c["measured_outcome"] == "contradicted" and v["verdict"] == "inconclusive"
+    assert "at a budget far below the paper's (600 steps" in c["reason"] and "no control check isolates" in c["reason"]
+    assert "peft >= ft - 1.0 on avg (avg -" in c["reason"]  # the numbers of the shortfall
+    control = {"type": "greater", "a": "peft", "b": "ft", "scope": "mechanics"}  # stands in for 'distilled > undistilled'
+    limited = {**short, "budget_limited": {**budget, "control_check": 1}}
+    v = _decide(tmp_path / "b", gtier, [limited, control], lambda n, t: 0.7 if n == "peft" else 0.9)
+    assert v["checks"][1]["outcome"] == "contradicted"
+    assert v["checks"][0]["outcome"] == "contradicted" and "the method itself falls short" in v["checks"][0]["reason"]
+    assert v["verdict"] == "not-reproduced"
+    paper = with_overrides(gtier, {"name": "paper-like"})  # a tier the check is not budget-limited at
+    v = _decide(tmp_path / "c", paper, [short], lambda n, t: 0.7 if n == "peft" else 0.9)
+    assert v["checks"][0]["outcome"] == "contradicted" and v["verdict"] == "not-reproduced"

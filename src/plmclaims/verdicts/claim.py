@@ -23,8 +23,10 @@ def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
         return error_row(cplan, tier, str(e), results)
     floors = Floors(cplan, ev, series, random, lexical)
     checks: list[CheckResult] = [None] * len(claim.checks)  # type: ignore[list-item]
-    # parameter ratios last: each counts only together with the quality check it qualifies
-    order = sorted(range(len(claim.checks)), key=lambda i: is_params_ratio(claim.checks[i]))
+    # checks that lean on another come after it: a contradiction at a cut budget after its control check, parameter
+    # ratios last (each counts only together with the quality check it qualifies)
+    order = sorted(range(len(claim.checks)), key=lambda i: (is_params_ratio(claim.checks[i]),
+                                                            "budget_limited" in claim.checks[i]))
     for i in order:
         checks[i] = _evaluate_check(i, claim.checks[i], cplan, tier, ev, series, floors, checks)
     verdict, note = claim_verdict(checks, cplan, series, claim.tolerance)
@@ -86,10 +88,33 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
         params_ratio(row, check, cplan.claim.checks, series, done)
     else:
         measure(row, check, cplan, ev, series, floors)
-    if not row.judged and row.outcome not in ("not-run", "error"):
-        row.measured_outcome, row.outcome = row.outcome, "not-judged"
+    if row.outcome in ("not-run", "error"):
+        return row
+    if check.get("construction"):  # true whatever the paper says: shown, never credited
+        row.measured_outcome, row.outcome = row.outcome, "shown"
+        row.reason = f"holds by construction, so shown and not credited: {check['construction']}"
+    elif not row.judged:
+        row.measured_outcome, row.outcome = row.outcome, "shown"
         row.reason = row.reason or f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}"
+    elif row.outcome == "contradicted" and tier["name"] in check.get("budget_limited", {}).get("tiers", []):
+        budget_limited(row, check, done)
     return row
+
+
+def budget_limited(row: CheckResult, check: dict, done: list[CheckResult | None]) -> None:
+    """A shortfall at a budget far below the paper's contradicts the paper only when a control shows the method itself
+    falls short (its control check contradicted: e.g. the distilled student below the same student undistilled);
+    otherwise the check is inconclusive, with its numbers."""
+    spec = check["budget_limited"]
+    control = done[spec["control_check"]] if "control_check" in spec else None
+    if control is not None and control.outcome == "contradicted":
+        row.reason = (f"the method itself falls short at this budget: its control check ({control.description}) is "
+                      "contradicted too")
+        return
+    row.measured_outcome, row.outcome = row.outcome, "inconclusive"
+    against = (f"; its control check ({control.description}) is {control.outcome}, so the shortfall is not the "
+               "method's" if control is not None else "; no control check isolates the method")
+    row.reason = f"{_failure(row.as_dict())} at a budget far below the paper's ({spec['why']}){against}"
 
 
 def _failure(check: dict) -> str:
@@ -104,17 +129,26 @@ def _failure(check: dict) -> str:
     return f"{check['description']} ({', '.join(parts)})"
 
 
+def _shown(checks: list[dict]) -> str:
+    """The checks measured but not credited here, each with what the numbers say."""
+    return "; ".join(f"{c['description']}: measured {c.get('measured_outcome', 'not-run')}" for c in checks)
+
+
 def claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, tolerance: float) -> tuple[str, str]:
     checks = [c.as_dict() for c in results]
     judged = [c for c in checks if c["outcome"] in ("holds", "contradicted", "inconclusive", "error")]
+    shown = [c for c in checks if c["outcome"] == "shown"]
     if any(c["outcome"] == "error" for c in checks):
         return "error", "a check failed to evaluate"
+    if not judged and shown:
+        return "shown", f"measured, not judged here: {_shown(shown)}."
     if not judged:
         reasons = sorted({c.get("reason", "") for c in checks if c.get("reason")})
         return "not-run", "; ".join(reasons) or "no check can be judged at this tier"
     outcomes = [c["outcome"] for c in judged]
-    skipped = [c for c in checks if c not in judged]
-    tail = f" {len(skipped)} check(s) shown but not judged at this tier." if skipped else ""
+    unrun = len(checks) - len(judged) - len(shown)
+    tail = (f" Shown, not judged here: {_shown(shown)}." if shown else "") + \
+        (f" {unrun} check(s) not run at this tier." if unrun else "")
     if "contradicted" in outcomes:
         failed = "; ".join(_failure(c) for c in judged if c["outcome"] == "contradicted")
         return "not-reproduced", f"contradicted: {failed}." + tail
@@ -122,6 +156,10 @@ def claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, to
         reasons = "; ".join(f"{c['description']}: {c.get('reason') or 'the interval straddles the margin'}"
                             for c in judged if c["outcome"] == "inconclusive")
         return "inconclusive", reasons + "." + tail
+    alone = [i for i, c in enumerate(checks) if c["outcome"] == "holds" and not cplan.claim.checks[i].get("supporting")]
+    if not alone:
+        why = "; ".join(f"{c['description']}: {cplan.claim.checks[c['index']]['supporting']}" for c in judged)
+        return "inconclusive", f"only checks that cannot carry the claim alone hold: {why}." + tail
     dropped = [f"{c['description']}: {c['reason']}" for c in judged if c.get("uninformative")]
     tail = (" " + "; ".join(dropped) + "." if dropped else "") + tail
     off = []

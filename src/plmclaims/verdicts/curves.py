@@ -10,6 +10,7 @@ import numpy as np
 from .evidence import Evidence, decide
 from .floors import Floors
 from .records import CheckResult, Detail, Series, combine, few, targets
+from .twins import contrast
 
 
 def scale_trend(check: dict, S, P, ev: Evidence, target: str) -> Detail:
@@ -35,6 +36,9 @@ def _monotone(vals: np.ndarray, pts: np.ndarray, sign: float, ev: Evidence, targ
     return ends
 
 
+# the shapes that say where a curve goes, so that its random-weights twin's curve can show the same (twins.contrast);
+# flat, spreads and under bound a curve rather than credit a direction
+TWIN_CONTRASTED = ("rises", "falls", "peaks", "peaks-early", "peaks-middle", "peaks-late")
 # where a peak may lie, as a share of the axis from its first point (0) to its last (1)
 
 
@@ -168,6 +172,10 @@ def curve_trend(row: CheckResult, check: dict, ev: Evidence, series: dict[str, S
             curves[target] = (vals, pts)
         else:
             d = curve_shape(check["shape"], at, vals, pts, ev, target, check.get("delta"))
+            if check["shape"] in TWIN_CONTRASTED and all(k in floors.random for k in used):
+                twin = [floors.random[k].on(target, tasks) for k in used]  # the same curve of the untrained network
+                d = contrast(d, curve_shape(check["shape"], at, np.stack([s for _, s in twin]),
+                                            np.array([p for p, _ in twin]), ev, target), ev, target)
             if check["shape"] == "spreads":
                 d.extra["failed"] = {"runs": len(failed), "of": len(keys), "share": len(failed) / len(keys)}
             details.append(d)

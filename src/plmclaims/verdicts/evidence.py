@@ -190,6 +190,10 @@ def training_record(run, values: dict) -> dict:
 
 
 def decide(samples: np.ndarray, point: float, evidence: "Evidence", margin: float = 0.0, on: str = "") -> Detail:
+    """Holds when the interval lies above the margin, contradicted when below it. The samples stay on the detail (not
+    in its record) so that the same statistic on the random-weights twin can be set against it (relations.twin)."""
     lo, hi = evidence.ci(samples)
     outcome = "holds" if lo > margin else "contradicted" if hi < margin else "inconclusive"
-    return Detail(on, outcome, point, lo, hi)
+    d = Detail(on, outcome, point, lo, hi)
+    d.samples = samples
+    return d

@@ -14,24 +14,24 @@ from .records import FloorTest, Series
 
 
 class Floors:
-    """Each measurement's floors: chance plus the controls the claim declares (or the family defaults)."""
+    """Each measurement's floors: chance, its random-weights twin wherever one is planned (a claim cannot drop it: a
+    side that stands for a pre-trained model must beat the same network untrained), plus the controls the claim
+    declares (or the family defaults)."""
 
     def __init__(self, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series], random: dict[str, Series],
                  lexical: dict[str, Series]):
-        self.ev, self.series = ev, series
+        self.ev, self.series, self.random = ev, series, random
         claim = cplan.claim
         declared = claim.data.get("floors")
         zero_shot = [n for n, pm in cplan.measurements.items() if pm.measurement.method == "zero-shot"]
         self.of: dict[str, list[Series]] = {}
         for name in series:
             base = name.split("@")[0]
-            if declared is not None and base in declared:
-                wanted = list(declared[base])
-            elif declared is not None:
-                wanted = []
+            twin = ["random-weights"] if name in random else []
+            if declared is not None:
+                wanted = twin + [w for w in declared.get(base, []) if w != "random-weights"]
             else:
-                wanted = (["random-weights"] if name in random else []) + list(lexical)
-                wanted += [z for z in zero_shot if z != base]
+                wanted = twin + list(lexical) + [z for z in zero_shot if z != base]
             floors = [ev.chance()]
             for w in wanted:
                 if w == "random-weights" and name in random:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 
-VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "not-run", "error")
+VERDICTS = ("reproduced", "direction-holds", "not-reproduced", "inconclusive", "shown", "not-run", "error")
 
 
 CHANCE = "chance"

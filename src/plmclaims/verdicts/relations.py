@@ -10,6 +10,7 @@ from .curves import scale_trend
 from .evidence import Evidence, decide
 from .floors import Floors
 from .records import CheckResult, Detail, Series, combine, credited, few, is_params_ratio, sides, targets
+from .twins import contrast, twin_series
 
 
 def measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series],
@@ -59,6 +60,9 @@ def measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, serie
             details.append(Detail(target, "inconclusive", reason="; ".join(ft.text() for ft in below), tasks=tasks))
             continue
         d = relation(check, cplan, ev, series, target, tasks, row)
+        twins = twin_series(names, floors.random) if check["type"] in TWIN_CONTRASTED else None
+        if twins is not None:  # 4. not also the untrained network's relation (twins.contrast)
+            d = _against_twins(check, d, relation(check, cplan, ev, twins, target, tasks, row), ev, target)
         d.tasks = tasks if target == "avg" and row.uninformative else []
         details.append(d)
     row.details = details
@@ -77,6 +81,22 @@ def measure(row: CheckResult, check: dict, cplan: ClaimPlan, ev: Evidence, serie
     row.reason = row.reason or "; ".join(dict.fromkeys(reasons))
 
 
+# the relations whose statistic says how strongly one side beats another; equality and non-inferiority between two
+# sides are guarded by the floors instead (two untrained sides are equal too: both must clear their twins)
+TWIN_CONTRASTED = ("greater", "less", "ordering", "ratio")
+
+
+def _against_twins(check: dict, d: Detail, twin_d: Detail, ev: Evidence, target: str) -> Detail:
+    """An ordering is contrasted link by link: each pair with the same pair of twins."""
+    if check["type"] != "ordering":
+        return contrast(d, twin_d, ev, target)
+    pairs = [contrast(p, tp, ev, p.on) for p, tp in zip(d.pairs, twin_d.pairs)]
+    d.extra["pairs"] = [asdict(p) for p in pairs]
+    d.outcome = combine([p.outcome for p in pairs])
+    d.reason = "; ".join(f"{p.on}: {p.reason}" for p in pairs if p.reason)
+    return d
+
+
 def relation(check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Series], target: str, tasks: list[str],
               row: CheckResult) -> Detail:
     t = check["type"]
@@ -89,8 +109,10 @@ def relation(check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Seri
         pairs = [decide(S(a) - S(b), P(a) - P(b), ev, check.get("margin", 0.0), f"{a} > {b}")
                  for a, b in zip(check["order"], check["order"][1:])]
         weakest = min(pairs, key=lambda p: p.ci_low)  # the link the ordering stands or falls with
-        return Detail(target, combine([p.outcome for p in pairs]), weakest.estimate, weakest.ci_low, weakest.ci_high,
-                      extra={"weakest": weakest.on, "pairs": [asdict(p) for p in pairs]})
+        d = Detail(target, combine([p.outcome for p in pairs]), weakest.estimate, weakest.ci_low, weakest.ci_high,
+                   extra={"weakest": weakest.on, "pairs": [asdict(p) for p in pairs]})
+        d.pairs = pairs
+        return d
     if t == "approx-equal":
         lo, hi = ev.ci(S(check["a"]) - S(check["b"]))
         delta = check["delta"]

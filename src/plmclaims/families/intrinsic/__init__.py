@@ -9,6 +9,7 @@ word type is its exact form) and scores the three benchmarks at once, each a mea
 - `anisotropy`: items are seeded random pairs of occurrences of different words; the value is their cosine;
 - `self-similarity`: items are the words with at least `intrinsic.min_occurrences` occurrences; the value is the
   mean cosine between the word's occurrences minus the layer's anisotropy (the paper's adjustment);
+- `self-similarity-raw`: the same words and cosines, before the adjustment;
 - `explainable-variance`: the same words; the share of the (uncentred) occurrence matrix's second moment that its
   first principal component takes (a static vector's best share), minus the same share for as many occurrences of
   other words (methods.geometry.adjusted_explainable_variance).
@@ -37,7 +38,7 @@ from ...errors import UserError
 from ..family import Family, Layout
 from ..probing import ENCODER_KINDS, LAYER_WHAT, _is_layer, depth
 
-GEOMETRY_BENCHMARKS = ("anisotropy", "self-similarity", "explainable-variance")
+GEOMETRY_BENCHMARKS = ("anisotropy", "self-similarity", "self-similarity-raw", "explainable-variance")
 SHARES = {"attention-to-sep": "sep", "attention-to-cls": "cls", "attention-to-punctuation": "punctuation"}
 GRADIENT = "sep-attention-gradient"
 METHOD = "contextual-geometry"

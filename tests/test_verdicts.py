@@ -24,6 +24,8 @@ def _claim(tmp_path: Path, checks: list, measurements: dict, controls=("random-w
             "protocol": {"family": "sts", "evaluator": "senteval", "benchmarks": BENCH, "split": "test", "aggregation": "all",
                          "metric": "spearman", "text_form": "tokenised"},
             "tolerance": 1.0, "measurements": measurements, "checks": checks, "controls": list(controls)}
+    if "random-weights" not in controls:
+        data["no_twin"] = "a synthetic claim testing one rule of the verdict engine without the twin"
     path = tmp_path / "claims" / "sts" / "synthetic.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data))
@@ -572,3 +574,38 @@ def test_a_shortfall_at_a_cut_budget_is_no_contradiction_unless_its_control_show
     paper = with_overrides(gtier, {"name": "paper-like"})  # a tier the check is not budget-limited at
     v = _decide(tmp_path / "c", paper, [short], lambda n, t: 0.7 if n == "peft" else 0.9)
     assert v["checks"][0]["outcome"] == "contradicted" and v["verdict"] == "not-reproduced"
+
+
+def test_a_claim_measured_on_two_models_rests_on_the_tiers_headline_model(tmp_path, tier):
+    """A claim about pre-trained models in general names a further model (`models:`): its raw-encoder measurements
+    are planned again on that role (with the method analogues given), every model is judged on its own with the
+    scopes the tier lets it judge, and the claim's verdict is the headline model's, named with what it stands for."""
+    lm = {"asset": "micro-bert-small", "judges": ["mechanics", "semantic"],
+          "stands_for": "a real pre-trained LM: evidence about pre-trained LMs in general"}
+    t = with_overrides(tier, {"roles.pretrained-lm": lm, "headline": ["pretrained-lm", "raw-encoder"]})
+    checks = [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"},
+              {"type": "greater", "a": "bad", "b": "good", "scope": "semantic"}]
+    claim = _claim(tmp_path, checks, M, controls=())
+    claim.data["models"] = {"pretrained-lm": {"methods": {"cls-before-pooler": "first-last"},
+                                              "note": "first-last stands in for the decoder's last token here"}}
+    cplan = P.plan_claim(claim, t)
+    lm_plan = cplan.models["pretrained-lm"]
+    assert {r.instance for r in lm_plan.measurements["bad"].runs} == {"micro-bert-small.s1"}
+    assert {r.method for r in lm_plan.measurements["bad"].runs} == {"first-last"}  # the analogue
+    assert set(lm_plan.score_runs()) <= set(cplan.score_runs())
+    assert lm_plan.claim.measurements["good"].reported == {}  # the paper's numbers are no target for another model
+
+    def noise(run):  # the micro-BERT: good beats bad; the other model: the reverse
+        small = run.instance.startswith("micro-bert-small")
+        return (2.0 if run.method == "mean" else 0.3) if small else (0.3 if run.method == "mean" else 2.0)
+    _materialise(cplan, tmp_path / "r", noise)
+    v = decide_claim(cplan, t, str(tmp_path / "r"))
+    assert v["headline_model"] == "pretrained-lm" and "pre-trained LMs in general" in v["headline_note"]
+    assert set(v["models"]) == {"raw-encoder", "pretrained-lm"}
+    base, other = v["models"]["raw-encoder"], v["models"]["pretrained-lm"]
+    assert base["verdict"] == "reproduced" and base["checks"][1]["outcome"] == "shown"  # semantic: not judged here
+    assert [c["outcome"] for c in other["checks"]] == ["contradicted", "holds"]  # this model may judge semantic checks
+    assert v["verdict"] == other["verdict"] == "not-reproduced" and v["checks"] == other["checks"]
+    # the tier that puts the raw encoder first rests the claim on it
+    v = decide_claim(cplan, with_overrides(t, {"headline": ["raw-encoder"]}), str(tmp_path / "r"))
+    assert v["headline_model"] == "raw-encoder" and v["verdict"] == "reproduced"

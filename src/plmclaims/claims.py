@@ -145,6 +145,39 @@ def _check_family(path: Path, data: dict, measurements: dict[str, Measurement]) 
         _check_params(path, fam, m)
 
 
+# the role a claim's `models` re-plans on other models (plan.MODEL_ROLE), and the roles that stand for a pre-trained
+# model whose measurements are read without training: each carries its random-weights twin as a floor
+MODEL_ROLE = "raw-encoder"
+TWINNED_ROLES = ("raw-encoder", "pretrained-lm")
+
+
+def _check_models(path: Path, data: dict, measurements: dict[str, Measurement]) -> None:
+    """`models` re-plans the raw-encoder measurements on other roles; `controls` must hold the random-weights twin of
+    every pre-trained model the claim measures, unless `no_twin` says why not."""
+    fam = FAMILIES[data["protocol"]["family"]]
+    base = {m.method for m in measurements.values() if m.role == MODEL_ROLE}
+    for role, spec in data.get("models", {}).items():
+        where = f"{path}: field 'models.{role}"
+        if role == MODEL_ROLE or not base:
+            what = "is the role the models replace" if base else f"needs measurements of role {MODEL_ROLE}: none has one"
+            raise UserError(f"{where}': {role!r} {what}; name another model's role (e.g. pretrained-lm)")
+        for method, analogue in spec.get("methods", {}).items():
+            if method not in base:
+                raise UserError(f"{where}.methods.{method}': not a method of the claim's {MODEL_ROLE} measurements; "
+                                f"allowed values: {', '.join(sorted(base))}")
+            if fam.built and analogue not in fam.all_methods:
+                raise UserError(f"{where}.methods.{method}': got {short(analogue)}; allowed {fam.name} methods: "
+                                f"{', '.join(fam.methods)}")
+        for name in spec.get("skip", []):
+            if name not in measurements:
+                raise UserError(f"{where}.skip': names measurement {short(name)}; allowed values: {', '.join(measurements)}")
+    roles = {m.role for m in measurements.values()} | set(data.get("models", {}))
+    if fam.built and fam.controls and roles & set(TWINNED_ROLES) and "random-weights" not in data.get("controls", []) \
+            and "no_twin" not in data:
+        raise UserError(f"{path}: field 'controls': the claim measures a pre-trained model ({', '.join(sorted(roles & set(TWINNED_ROLES)))}) "
+                        "without its random-weights twin; add random-weights (or say why not in 'no_twin')")
+
+
 def _check_params(path: Path, fam, m: Measurement) -> None:
     names = fam.method_params.get(m.method)
     if names is None:
@@ -168,6 +201,12 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _sweeps(value) -> bool:
+    """A parameter value that makes a measurement a curve: every value ('all'; layers also 'contextual', every layer
+    above the embeddings) or a list of them."""
+    return value in ("all", "contextual") or isinstance(value, list)
+
+
 def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -> None:
     """A trend along a layer/step axis reads one measurement that sweeps the family's parameter for that axis."""
     axes = FAMILIES[proto["family"]].axes
@@ -175,7 +214,7 @@ def _check_curve(path: Path, i: int, check: dict, proto: dict, m: Measurement) -
         raise UserError(f"{path}: field 'checks.{i}.axis': the {proto['family']} family has no {check['axis']!r} axis for "
                         f"a curve measurement; allowed values: {', '.join(axes) or 'none'} (axis scale takes 'series')")
     param = axes[check["axis"]]
-    if m.params.get(param) != "all" and not isinstance(m.params.get(param), list):
+    if not _sweeps(m.params.get(param)):
         raise UserError(f"{path}: field 'checks.{i}.measurement': {m.name!r} is no curve along {check['axis']}; set "
                         f"measurements.{m.name}.params.{param} to 'all' (or a list of values)")
     if check["shape"] in ("flat", "spreads", "under") and "delta" not in check:
@@ -192,7 +231,7 @@ def _check_reported_curves(path: Path, proto: dict, measurements: dict[str, Meas
         if rc is None:
             continue
         where = f"{path}: field 'measurements.{name}.reported_curve"
-        if not any(m.params.get(p) == "all" or isinstance(m.params.get(p), list) for p in swept):
+        if not any(_sweeps(m.params.get(p)) for p in swept):
             allowed = ", ".join(f"params.{p}" for p in sorted(swept)) or "none in this family"
             raise UserError(f"{where}': {name!r} is no curve; a reported curve goes on a measurement that sweeps an "
                             f"axis ({allowed}: 'all' or a list)")
@@ -209,7 +248,7 @@ def _check_checks(path: Path, data: dict, measurements: dict[str, Measurement]) 
     targets = set(proto["benchmarks"]) | {"avg"}
     swept = set(FAMILIES[proto["family"]].axes.values())
     curves = {n: p for n, m in measurements.items() for p in swept
-              if m.params.get(p) == "all" or isinstance(m.params.get(p), list)}
+              if _sweeps(m.params.get(p))}
     for i, check in enumerate(data["checks"]):
         for ref in _check_refs(check):
             if ref not in measurements:
@@ -282,6 +321,7 @@ def _load_claim(path: Path, root: Path | None) -> Claim:
     _check_family(path, data, measurements)
     _check_reported_curves(path, proto, measurements)
     _check_checks(path, data, measurements)
+    _check_models(path, data, measurements)
     return Claim(id=data["id"], path=path, data=data, measurements=measurements)
 
 

@@ -245,8 +245,8 @@ def tokenizer_dir(resources: str, tier: dict, asset: str) -> str:
 
 def verdict_tier_view(cplan: "ClaimPlan", tier: dict) -> dict:
     """The part of the tier a claim's verdict reads besides its runs: the judging settings and its roles."""
-    roles = sorted({m.role for m in cplan.claim.measurements.values()} | {"lexical"})
-    return pick(tier, "bootstrap", "judges", "controls", "floors", *(f"roles.{r}" for r in roles))
+    roles = sorted({m.role for p in cplan.every_model() for m in p.claim.measurements.values()} | {"lexical"})
+    return pick(tier, "bootstrap", "judges", "controls", "floors", "headline", *(f"roles.{r}" for r in roles))
 
 
 def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
@@ -356,16 +356,41 @@ def plan_task_runs(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
     return pm
 
 
+# the role a claim's `models` re-plans on other models: the claim's pre-trained encoder
+MODEL_ROLE = "raw-encoder"
+
+
 @dataclass
 class ClaimPlan:
     claim: Claim
     measurements: dict[str, PlannedMeasurement]
     lexical: dict[str, Run]  # control runs beside the claim's own (STS: bag-of-words and TF-IDF cosine)
+    # the claim on each further model it names (`models:`): role -> the plan of the claim with its raw-encoder
+    # measurements on that role; each is judged on its own (verdicts.claim), the tier's `headline` picks the verdict
+    models: dict[str, "ClaimPlan"] = field(default_factory=dict)
+    role: str = MODEL_ROLE  # the model this plan measures the claim on
 
     def score_runs(self) -> list:
-        """Every run whose metrics.json the verdict reads."""
+        """Every run whose metrics.json the verdict reads, on every model the claim is measured on."""
         runs = [r for pm in self.measurements.values() for r in pm.runs + pm.controls]
-        return runs + list(self.lexical.values())
+        runs += [r for m in self.models.values() for r in m.score_runs() if r not in runs]
+        return runs + [r for r in self.lexical.values() if r not in runs]
+
+    def every_model(self) -> list["ClaimPlan"]:
+        """This plan and the plan on each further model, in the claim's order."""
+        return [self, *self.models.values()]
+
+
+def on_model(claim: Claim, role: str) -> Claim:
+    """The claim with its raw-encoder measurements on `role`: methods replaced by their analogues on that model, and no
+    reported values (they are the paper model's, never this one's: its magnitudes are not judged)."""
+    from dataclasses import replace
+
+    spec = claim.data["models"][role]
+    analogue = spec.get("methods", {})
+    ms = {n: replace(m, role=role, method=analogue.get(m.method, m.method), reported={}, reported_curve=None)
+          if m.role == MODEL_ROLE else m for n, m in claim.measurements.items()}
+    return replace(claim, measurements=ms)
 
 
 def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
@@ -373,7 +398,14 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
     fam = families.family(claim.protocol["family"])
     impl = families.implementation(fam.name, "plan") if fam.built else None
     controls = impl.controls(claim, tier) if hasattr(impl, "controls") else {}
-    return ClaimPlan(claim, ms, controls)
+    models = {}
+    for role, spec in claim.data.get("models", {}).items():
+        variant = on_model(claim, role)
+        vms = {name: plan_measurement(variant, m, tier) for name, m in variant.measurements.items()}
+        for name in spec.get("skip", []):
+            vms[name].not_run(f"not measured on the {role} model: {spec['note']}")
+        models[role] = ClaimPlan(variant, vms, controls, role=role)
+    return ClaimPlan(claim, ms, controls, models)
 
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:

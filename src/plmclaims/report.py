@@ -68,7 +68,7 @@ def rows(verdicts: list[dict]) -> list[dict]:
     out = []
     for v in verdicts:
         for name, m in v["measurements"].items():
-            out.append({"claim": v["id"], "seed_point": v["seed_point"], "tier": v["tier"], "verdict": _verdict_word(v),
+            out.append({"claim": v["id"], "seed_point": v.get("seed_point", ""), "tier": v["tier"], "verdict": _verdict_word(v),
                         "source": _source(v), "measurement": name, "label": m.get("label", name),
                         "reported": m.get("reported"), "measured": m.get("measured"), "ci_low": m.get("ci_low"),
                         "ci_high": m.get("ci_high"), "substitute_for": m.get("substitute_for", ""),
@@ -146,7 +146,7 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         expected = " (as expected)" if v.get("matches_expected") else " (unexpected)" if v.get("matches_expected") is False else ""
         data = f" **Unverified data** (not the release files): {', '.join(v['unverified_data'])}." if v.get("unverified_data") else ""
         note = f"{REHEARSAL}. {v['note']}" if v.get("rehearsal") else v["note"]
-        lines.append(f"| `{v['id']}` | {v['seed_point']} | {_source(v)} | **{_verdict_word(v)}**{expected} | {note}{data} |")
+        lines.append(f"| `{v['id']}` | {v.get('seed_point') or 'harness'} | {_source(v)} | **{_verdict_word(v)}**{expected} | {note}{data} |")
     lines += ["", "## Measurements", "",
               "Scores are the protocol's metric x 100 on the average over the claim's benchmarks; brackets give the "
               f"{int(tier['bootstrap'].get('confidence', 0.95) * 100)}% paired-bootstrap interval over test items.", "",

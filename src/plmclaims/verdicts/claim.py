@@ -14,6 +14,42 @@ from .summary import measurement_summary, series_summary
 
 
 def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
+    """The claim's verdict. A claim measured on several models (`models:`) is judged on each, with the scopes the tier
+    lets that model judge; its verdict is the headline model's (the tier's `headline` order: the most faithful real
+    model the tier runs the claim on), and `models` holds every model's."""
+    first = _decide_one(cplan, tier, results)
+    if not cplan.models:
+        return first
+    per = {cplan.role: first}
+    for role, mplan in cplan.models.items():
+        per[role] = _decide_one(mplan, judging(tier, role), results)
+    runnable = [p.role for p in cplan.every_model() if any(pm.status == "ok" for pm in p.measurements.values())]
+    order = [r for r in tier.get("headline", []) if r in runnable] + [r for r in runnable if r not in tier.get("headline", [])]
+    headline = order[0] if order else cplan.role
+    out = {**per[headline], "headline_model": headline, "headline_note": stands_for(tier, headline),
+           "models": {role: {k: v[k] for k in ("verdict", "note", "checks", "measurements", "controls")}
+                      | {"stands_for": stands_for(tier, role), "asset": tier["roles"].get(role, {}).get("asset")}
+                      for role, v in per.items()},
+           "runs": sorted({r.path(results) for r in cplan.score_runs()})}
+    expected = out["expected"]
+    out["matches_expected"] = all(e["verdict"] == out["verdict"] for e in expected) if expected else None
+    return out
+
+
+def judging(tier: dict, role: str) -> dict:
+    """The tier as it judges a claim on `role`'s model: the scopes that role may judge (a real pre-trained model may
+    judge what the tier judges only on the paper's assets; the tier file says which and why)."""
+    spec = tier["roles"].get(role, {})
+    return {**tier, "judges": spec["judges"]} if "judges" in spec else tier
+
+
+def stands_for(tier: dict, role: str) -> str:
+    """What the model a verdict rests on stands for, in the tier's words."""
+    spec = tier["roles"].get(role, {})
+    return spec.get("stands_for") or spec.get("note") or spec.get("asset", role)
+
+
+def _decide_one(cplan: ClaimPlan, tier: dict, results: str) -> dict:
     claim = cplan.claim
     ev = Evidence(cplan, tier, results)
     try:
@@ -40,7 +76,8 @@ def decide_claim(cplan: ClaimPlan, tier: dict, results: str) -> dict:
 def header(cplan: ClaimPlan, tier: dict, verdict: str, note: str) -> dict:
     claim = cplan.claim
     expected = [e for e in claim.data.get("expected", []) if e["tier"] == tier["name"]]
-    return {"id": claim.id, "version": claim.data["version"], "seed_point": claim.data["seed_point"], "tier": tier["name"],
+    return {"id": claim.id, "version": claim.data["version"], "seed_point": claim.data.get("seed_point", ""),
+            "seed_relation": claim.data.get("seed_relation", "own"), "tier": tier["name"],
             "statement": claim.data["statement"], "source": claim.data["source"], "protocol": claim.protocol,
             "verdict": verdict, "note": note, "expected": expected,
             "matches_expected": all(e["verdict"] == verdict for e in expected) if expected else None,
@@ -93,6 +130,9 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     if check.get("construction"):  # true whatever the paper says: shown, never credited
         row.measured_outcome, row.outcome = row.outcome, "shown"
         row.reason = f"holds by construction, so shown and not credited: {check['construction']}"
+    elif check.get("shown"):  # a control, not the paper's statement
+        row.measured_outcome, row.outcome = row.outcome, "shown"
+        row.reason = f"shown, not credited: {check['shown']}"
     elif not row.judged:
         row.measured_outcome, row.outcome = row.outcome, "shown"
         row.reason = row.reason or f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}"
@@ -107,13 +147,14 @@ def budget_limited(row: CheckResult, check: dict, done: list[CheckResult | None]
     otherwise the check is inconclusive, with its numbers."""
     spec = check["budget_limited"]
     control = done[spec["control_check"]] if "control_check" in spec else None
-    if control is not None and control.outcome == "contradicted":
+    control_outcome = None if control is None else (control.measured_outcome or control.outcome)
+    if control_outcome == "contradicted":
         row.reason = (f"the method itself falls short at this budget: its control check ({control.description}) is "
                       "contradicted too")
         return
     row.measured_outcome, row.outcome = row.outcome, "inconclusive"
-    against = (f"; its control check ({control.description}) is {control.outcome}, so the shortfall is not the "
-               "method's" if control is not None else "; no control check isolates the method")
+    against = (f"; its control check ({control.description}) is {control_outcome}, so the shortfall is not shown to be "
+               "the method's" if control is not None else "; no control check isolates the method")
     row.reason = f"{_failure(row.as_dict())} at a budget far below the paper's ({spec['why']}){against}"
 
 

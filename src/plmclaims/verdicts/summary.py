@@ -33,11 +33,15 @@ def mark_unverified_data(verdict: dict, cplan: ClaimPlan, results: str, data_roo
         return sorted(out)
 
     every = set()
-    for name, pm in cplan.measurements.items():
-        files = unverified(pm.runs + pm.controls)
-        if files:
-            verdict["measurements"][name]["unverified_data"] = files
-            every |= set(files)
+    for mplan in cplan.every_model():
+        shown = verdict["models"][mplan.role] if "models" in verdict else verdict
+        for name, pm in mplan.measurements.items():
+            files = unverified(pm.runs + pm.controls)
+            if files:
+                shown["measurements"][name]["unverified_data"] = files
+                if mplan.role == verdict.get("headline_model", mplan.role):
+                    verdict["measurements"][name]["unverified_data"] = files
+                every |= set(files)
     every |= set(unverified(list(cplan.lexical.values())))
     if every:
         verdict["unverified_data"] = sorted(every)
@@ -50,7 +54,7 @@ def runs_provenance(cplan: ClaimPlan, results: str) -> dict:
     commits: dict[str, int] = {}
     packages: dict[str, set] = {}
     seen = set()
-    for pm in cplan.measurements.values():
+    for pm in (pm for mplan in cplan.every_model() for pm in mplan.measurements.values()):
         for run in pm.runs + pm.controls:
             path = run.path(results)
             prov = None if path in seen else _recorded(run, results)

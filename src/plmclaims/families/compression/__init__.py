@@ -41,14 +41,15 @@ FAMILY = Family(
     package="compression",
     evaluators=("senteval", "glue-dev"),
     metrics=CORRELATION + CLASSIFICATION,
-    methods=("uncompressed", "quantisation", "magnitude-pruning", "head-pruning", "distillation"),
+    methods=("uncompressed", "quantisation", "magnitude-pruning", "head-pruning", "distillation", "truncation"),
     benchmarks=tuple(BENCHMARKS) + tuple(TASKS),
     # STS by correlation; a GLUE task by its kind (a regression task by correlation, the others as classification)
     benchmark_metrics={**{b: CORRELATION for b in BENCHMARKS},
                        **{t: CORRELATION if n == 1 else CLASSIFICATION for t, (_, n) in TASKS.items()}},
-    # distillation's student is fixed (every other teacher layer); its training budget is the tier's compression.distill
+    # distillation's student is fixed (every other teacher layer); its training budget is the tier's compression.distill;
+    # truncation is that student as initialised, untrained: the control that isolates what distillation adds
     method_params={"uncompressed": (), "quantisation": ("backend",), "magnitude-pruning": ("fraction",),
-                   "head-pruning": ("fraction",), "distillation": ()},
+                   "head-pruning": ("fraction",), "distillation": (), "truncation": ()},
     param_types={
         "fraction": ("a number in [0, 1), the share of weights or heads removed, or a rising list of them (a curve "
                      "along the sparsity axis)", _fraction_or_sweep),

@@ -67,6 +67,14 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
         student, record = _distil(model, tok, tier, run_spec, data_root, max_len, run)
         info.update(record, size_mb=quantize.serialized_mb(student))
         return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
+    if method == "truncation":  # distillation's student before any training step: what distilling adds is the gap
+        from ...methods import distill
+
+        student = distill.student_from_teacher(model)
+        info.update(student_parameters=sum(p.numel() for p in student.parameters()),
+                    teacher_parameters=sum(p.numel() for p in model.parameters()),
+                    size_mb=quantize.serialized_mb(student), layers=distill.every_other_layer(model.config.num_hidden_layers))
+        return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
     if method == "quantisation" and params.get("backend") == "torch":
         q = quantize.quantize_int8(model)
         info["size_mb"] = quantize.serialized_mb(q)
@@ -79,7 +87,7 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
         n = model.config.num_hidden_layers
         return (lambda sents, b, m: quantize.encode_layers_onnx(session, tok, sents, n, batch_size=b, max_length=m)), info
     raise UserError(f"compression method {method!r} with {params} unknown; allowed: uncompressed, magnitude-pruning "
-                    "{fraction}, head-pruning {fraction}, quantisation {backend: torch|onnx}, distillation")
+                    "{fraction}, head-pruning {fraction}, quantisation {backend: torch|onnx}, distillation, truncation")
 
 
 def _mask_heads(model, tok, fraction: float, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int,
@@ -210,6 +218,14 @@ def _compressed_classifier(run_spec: plan.Run, model, tok, tier: dict, data_root
     if method == "magnitude-pruning":
         info["sparsity"] = magnitude_pruning.magnitude_prune(model, float(params["fraction"]))
         return model, info
+    if method == "truncation":  # distillation's student before any training step: what distilling adds is the gap
+        from ...methods import distill
+
+        student = distill.student_from_teacher(model)
+        info.update(student_parameters=sum(p.numel() for p in student.parameters()),
+                    teacher_parameters=sum(p.numel() for p in model.parameters()),
+                    size_mb=quantize.serialized_mb(student), layers=distill.every_other_layer(model.config.num_hidden_layers))
+        return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
     if method == "quantisation" and params.get("backend") == "torch":
         q = quantize.quantize_int8(model)
         info["size_mb"] = quantize.serialized_mb(q)

@@ -29,12 +29,13 @@ STRUCTURAL_TASKS = ("tree",)
 METHOD_TASKS = {"probe-linear": LINEAR_TASKS, "structural-probe": STRUCTURAL_TASKS}
 ENCODER_KINDS = ("pretrain-mlm", "transformer")
 SHIFTED_WORDS = "bigram-shift"  # the encode variant whose sample has two adjacent words swapped in a seeded half
-LAYER_WHAT = ("a layer index (0: the embeddings), 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12'), or 'all' "
-              "(every layer, 0 to the top: a curve for layer trends)")
+LAYER_WHAT = ("a layer index (0: the embeddings), 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12'), 'all' "
+              "(every layer, 0 to the top: a curve for layer trends) or 'contextual' (every layer above the embeddings)")
+CURVES = ("all", "contextual")  # layer values that make a measurement a curve
 
 
 def _is_layer(v) -> bool:
-    if v == "all":
+    if v in CURVES:
         return True
     if isinstance(v, int) and not isinstance(v, bool):
         return v >= 0

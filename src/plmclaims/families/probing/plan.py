@@ -74,9 +74,10 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
 
 def plan_layers(pm: PlannedMeasurement, layer, n_layers: int, tier: dict, asset: str, runs, twins: bool) -> PlannedMeasurement:
     """One layer's runs (`runs(instances, layer)`), or with layer 'all' a curve over every layer from the embeddings
-    (0) to the top; beside each, the random-weights twins' runs when `twins`. The intrinsic family plans the same way."""
-    if layer == "all":
-        every = range(n_layers + 1)
+    (0) to the top ('contextual': from layer 1); beside each, the random-weights twins' runs when `twins`. The
+    intrinsic family plans the same way."""
+    if layer in ("all", "contextual"):
+        every = range(0 if layer == "all" else 1, n_layers + 1)
         return pm.set_curve({l: runs(instances(tier, asset), l) for l in every},
                             {l: runs(random_twins(tier, asset), l) for l in every} if twins else None)
     layer = resolve_layer(layer, n_layers)

@@ -45,6 +45,10 @@ def cause(view: dict) -> tuple[str, str]:
     return _classify(view.get("note", ""), causes)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def counts(verdicts: list[dict]) -> list[tuple[str, int]]:
     """(verdict word, number of claims) in the report's order."""
     n: dict[str, int] = {}
@@ -88,7 +92,8 @@ def _by_cause(group: list[dict]) -> list[str]:
 
 def written_summary(verdicts: list[dict], tier: dict) -> list[str]:
     """The opening of claims.md, generated from the verdicts."""
-    lines = ["## Summary", "", f"{len(verdicts)} claims at tier `{tier['name']}`: {counts_text(verdicts)}.", ""]
+    lines = ["## Summary", "", f"{plural(len(verdicts), 'claim')} at tier `{tier['name']}`: {counts_text(verdicts)}.",
+             ""]
     if tier.get("rehearsal"):
         lines += ["This is a rehearsal: no verdict below says anything about a claim.", ""]
     groups: dict[str, list[dict]] = {}
@@ -133,7 +138,7 @@ def terminal_summary(verdicts: list[dict], results_dir: str, config: dict | None
     ordered = sorted(verdicts, key=lambda v: (verdict_rank(v["verdict"]), v["id"]))
     id_width = max((len(v["id"]) for v in ordered), default=0)
     word_width = max((len(v["verdict"]) for v in ordered), default=0)
-    lines = [f"plmclaims: {len(verdicts)} claims: {counts_text(verdicts)}"]
+    lines = [f"plmclaims: {plural(len(verdicts), 'claim')}: {counts_text(verdicts)}"]
     for v in ordered:
         line = f"  {v['id']:<{id_width}}  {v['verdict']:<{word_width}}  {first_reason(v.get('note', ''))}"
         lines.append(line if len(line) <= width else line[:width - 1] + "…")

@@ -93,8 +93,8 @@ def training_figure(verdicts: list[dict]):
             ax.grid(alpha=0.3)
     found = {lab: h for ax in fig.axes for h, lab in zip(*ax.get_legend_handles_labels())}
     if found:
-        fig.legend(list(found.values()), list(found), loc="outside upper center", ncol=len(found), fontsize=8,
-                   frameon=False)
+        fig.legend(list(found.values()), list(found), loc="outside upper center", fontsize=8, frameon=False,
+                   ncol=min(len(found), 2 if len(methods) < 4 else 4))
     return fig, drawn
 
 

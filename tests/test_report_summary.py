@@ -50,6 +50,11 @@ def test_a_claim_on_several_models_names_the_headline_model_and_the_others(tmp_p
     assert "| `sts/synthetic-two-models` | CLS vector [raw-encoder] |" in md  # the other model's measurements too
     row = next(x for x in md.splitlines() if x.startswith("| `sts/synthetic-two-models` | X1 |"))
     assert "Headline model pretrained-lm: gemma-3-270m" in row and "On raw-encoder: micro-bert" in row
+    # a headline entry that leaves its checks and measurements to the top level (the headline's) reads the same
+    two = next(v for v in verdicts if v["id"] == "sts/synthetic-two-models")
+    for key in ("checks", "measurements", "verdict", "note"):
+        del two["models"]["pretrained-lm"][key]
+    assert "\n".join(written_summary(verdicts, TIER)) == text and markdown(verdicts, TIER) == md
 
 
 def test_claims_md_opens_with_the_summary_then_groups_claims_by_verdict_with_figures_beside_their_numbers(tmp_path):

@@ -65,14 +65,17 @@ def floors_text(m: dict) -> str:
 
 def views(v: dict) -> list[tuple[str | None, dict]]:
     """(model role, view) for each model a verdict was measured on, the headline model first; a view has the keys
-    verdict, note, checks and measurements. A verdict without a `models` section is one view of itself (role None)."""
+    verdict, note, checks and measurements. A verdict without a `models` section is one view of itself (role None).
+    The top level is the headline model's, so what the headline's entry leaves out is read from there."""
     models = v.get("models") or {}
     if not models:
         return [(None, v)]
     head = v.get("headline_model")
     order = sorted(models, key=lambda role: (role != head, list(models).index(role)))
-    return [(role, {"verdict": v.get("verdict"), "note": v.get("note", ""), "checks": [], "measurements": {},
-                    **models[role]}) for role in order]
+    top = {"verdict": v.get("verdict"), "note": v.get("note", ""), "checks": v.get("checks") or [],
+           "measurements": v.get("measurements") or {}}
+    empty = {"verdict": None, "note": "", "checks": [], "measurements": {}}
+    return [(role, {**(top if role == head else empty), **models[role]}) for role in order]
 
 
 def all_measurements(v: dict) -> list[tuple[str | None, str, dict]]:

@@ -61,6 +61,12 @@ def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_roo
                         env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert res.returncode != 0
     assert "despite failures: 1 of 2 claims are 'error'" in res.stderr, res.stderr[-3000:]
+    # the terminal's closing lines: the counts, a line per claim (the failed one names its rule and log), the report
+    tail = res.stderr[res.stderr.index("plmclaims: 2 claims: "):].splitlines()
+    assert tail[0] == "plmclaims: 2 claims: 1 not-run, 1 error"
+    assert [line.split()[:2] for line in tail[1:3]] == [["sts/released-simcse-reproduces", "not-run"],
+                                                        ["sts/released-checkpoint-reproduces", "error"]]
+    assert "failed (log: " in tail[2] and tail[3].startswith("plmclaims: report: results/tiny/claims.md")
     verdicts = {v["id"]: v for v in json.loads((work / "results" / "tiny" / "claims.json").read_text())}
     assert set(verdicts) == set(claims)
     assert verdicts["sts/released-simcse-reproduces"]["verdict"] == "not-run"

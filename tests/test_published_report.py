@@ -1,12 +1,16 @@
-"""The committed micro report (results/micro: claims.md, claims.json, claims.csv, provenance.json and the figures) is
-the main job's output, never edited by hand, and cannot go stale silently: it covers exactly the claims in
-replications/ at their current versions, each verdict rests on exactly the runs and judging settings that the current
-micro tier plans for it (so a change of budget, curve points or skipped tasks in micro.yaml shows), its Markdown and
-CSV are what the report code makes of its claims.json, the README's claim table shows its verdicts, and the commits
-and package versions that produced it and its runs are real and within the project's pins.
+"""The published micro report (docs/results/micro: claims.md, claims.json, claims.csv, provenance.json and the
+figures) is a finished main job's report, copied there by `plmclaims publish` and never edited by hand. It lives
+outside the workflow's results/ (never committed), so a fresh clone's main job computes instead of finding its
+outputs present. It cannot go stale silently: it covers exactly the claims in replications/ at their current
+versions, each verdict rests on exactly the runs and judging settings that the current micro tier plans for it (so a
+change of budget, curve points or skipped tasks in micro.yaml shows), its Markdown and CSV are what the current report
+code makes of its claims.json, the README's claim table shows its verdicts, and the commits and package versions that
+produced it and its runs are real and within the project's pins.
 
 When a claim is added or changed, rerun the main job (`snakemake --cores 2 --config data_root=...`; only what
-changed is computed) and commit results/micro's report files in the same change."""
+changed is computed), then `plmclaims publish --tier micro`, and commit docs/results/micro in the same change. After
+a change to the report code alone, `plmclaims publish --tier micro --render-only` rewrites claims.md, claims.csv and
+the figures from the published claims.json."""
 from __future__ import annotations
 
 import csv
@@ -18,21 +22,23 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from plmclaims.claims import load_claims
-from plmclaims.report import markdown, rows
+from plmclaims.report import csv_text, markdown
 from plmclaims.tiers import load_tier
 
 FILES = ("claims.md", "claims.json", "claims.csv", "provenance.json", "figures/forest.png",
          "figures/quality-vs-params.png", "figures/curves.png",
          "figures/contrastive-training.png")
-REGENERATE = ("rerun the main job (snakemake --cores 2 --config data_root=...) and commit results/micro's report "
-              "files with the change")
+REGENERATE = ("rerun the main job (snakemake --cores 2 --config data_root=...), then plmclaims publish --tier micro, "
+              "and commit docs/results/micro with the change")
+RENDER = "run plmclaims publish --tier micro --render-only and commit docs/results/micro"
 
 
 @pytest.fixture(scope="module")
 def published(repo):
-    out = repo / "results" / "micro"
+    out = repo / "docs" / "results" / "micro"
     missing = [f for f in FILES if not (out / f).exists()]
     assert not missing, f"the published micro report lacks {missing}; {REGENERATE}"
     return out
@@ -63,7 +69,7 @@ def test_each_verdict_rests_on_the_runs_and_judging_settings_the_tier_now_plans(
 
     tier = load_tier("micro")
     plans = {p.claim.id: p for p in plan_all(load_claims(repo / "replications"), tier)}
-    results = str(published.relative_to(repo))
+    results = f"{yaml.safe_load((repo / 'config' / 'config.yaml').read_text())['results']}/micro"  # where it ran
     stale_runs, stale_settings = {}, []
     for v in json.loads((published / "claims.json").read_text()):
         cplan = plans[v["id"]]
@@ -88,29 +94,27 @@ def test_the_readme_claim_table_shows_the_published_verdicts(published, repo):
     synced, missing = sync_readme(text, json.loads((published / "claims.json").read_text()))
     assert not missing, f"README.md has no claim-table row for {missing}"
     stale = [a.split("|")[1].strip() for a, b in zip(text.split("\n"), synced.split("\n")) if a != b]
-    assert not stale, (f"README.md's claim table shows other verdicts than results/micro/claims.json for {stale}; "
-                       "run: plmclaims readme --claims results/micro/claims.json README.md")
+    assert not stale, (f"README.md's claim table shows other verdicts than docs/results/micro/claims.json for {stale}; "
+                       "run: plmclaims readme")
 
 
 def test_its_markdown_and_csv_are_what_the_report_code_makes_of_its_json(published):
     """Never edited by hand: the tables are regenerated from claims.json and compared byte for byte."""
     verdicts = json.loads((published / "claims.json").read_text())
     assert (published / "claims.md").read_text() == markdown(verdicts, load_tier("micro")), (
-        f"results/micro/claims.md differs from what report.markdown makes of claims.json; {REGENERATE}")
+        f"docs/results/micro/claims.md differs from what the report code makes of its claims.json; {RENDER}")
     table = list(csv.DictReader(io.StringIO((published / "claims.csv").read_text())))
-    fresh = list(csv.DictReader(io.StringIO(_csv(rows(verdicts)))))
-    assert table == fresh
+    assert table == list(csv.DictReader(io.StringIO(csv_text(verdicts)))), f"claims.csv is stale; {RENDER}"
     for f in FILES:
         if f.endswith(".png"):
             assert (published / f).read_bytes()[:4] == b"\x89PNG"
 
 
-def _csv(table: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(table[0]))
-    writer.writeheader()
-    writer.writerows(table)
-    return buf.getvalue()
+def test_no_report_is_committed_under_the_workflow_results(repo):
+    """results/ is the workflow's: a committed report there would satisfy `rule all` on a fresh clone."""
+    tracked = _git(repo, "ls-files", "results").stdout.split()
+    assert not tracked, f"files under results/ are committed: {tracked[:5]}; the published report is docs/results/"
+    assert _git(repo, "check-ignore", "-q", "results/micro/claims.md").returncode == 0
 
 
 def test_its_provenance_names_real_commits_and_pinned_versions(published, repo):

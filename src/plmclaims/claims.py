@@ -419,6 +419,22 @@ def select_claims(claims: list[Claim], patterns: list[str]) -> list[Claim]:
     for pat in patterns:
         if not any(hits(c, pat) for c in claims):
             fams = sorted({c.id.partition("/")[0] for c in claims} | {c.protocol["family"] for c in claims})
-            raise UserError(one_line(f"config field 'claims': {short(pat)} matches no claim (unknown claim ids, globs or "
-                                     f"families); families: {', '.join(fams)}; ids: {', '.join(c.id for c in claims)}"))
+            near = nearest(pat, [c.id for c in claims] + fams)
+            guess = f"; did you mean {' or '.join(near)}?" if near else ""
+            raise UserError(one_line(
+                f"config field 'claims': {short(pat)} matches no claim{guess} (claim ids, globs or families; "
+                f"'plmclaims list' lists them); families: {', '.join(fams)}; ids: {', '.join(c.id for c in claims)}"))
     return [c for c in claims if any(hits(c, pat) for pat in patterns)]
+
+
+def nearest(name: str, known: list[str], n: int = 3) -> list[str]:
+    """The known names closest to a mistyped one (a claim id, a family), closest first; none for a glob."""
+    import difflib
+
+    if any(ch in name for ch in "*?["):
+        return []
+    close = difflib.get_close_matches(name, known, n=n, cutoff=0.6)
+    if not close and "/" not in name:  # a bare claim name without its folder: match the part after the '/'
+        tails = {k.partition("/")[2]: k for k in known if "/" in k}
+        close = [tails[t] for t in difflib.get_close_matches(name, list(tails), n=n, cutoff=0.6)]
+    return close

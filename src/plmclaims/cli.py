@@ -1,8 +1,15 @@
-"""Command-line interface: one thin subcommand per Snakemake rule (each family adds its own, families/<f>/commands.py),
-plus `validate`, `prefetch`, `report` and `readme`.
+"""plmclaims: replicate published claims about pre-trained language models, and report what reproduced.
 
-Every subcommand turns a UserError into one line on stderr and exit status 2, so a malformed claim
-stops the workflow with a message that names the file and field, not a traceback.
+The user's commands check claims (validate), cost and list them (plan, list), prepare offline runs (prefetch,
+rehearse) and publish a finished run's report (publish, readme); the workflow (snakemake) runs the rest. The
+workflow's rules call `plmclaims rule <name>`, one command per rule body (families/<f>/commands.py add their own).
+
+Every command turns a UserError into one line on stderr and exit status 2, so a malformed claim stops the workflow
+with a message that names the file and field, not a traceback.
+
+A new rule command: write `cmd_<name>(args, run, tier)` and register it in build_parser with `run_cmd(...)` (a planned
+run's --spec) or `add_rule(...)` (anything else), or in a family's commands.add_commands(run_cmd); its rule calls
+`{CLI} <name> ...` (common.smk's CLI is `python -m plmclaims.cli rule`).
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from pathlib import Path
 
 from . import families
 from .errors import UserError
+from .report.publish import PUBLISHED
 
 
 def _tier(args):
@@ -73,15 +81,18 @@ def cmd_lm_model(args, run, tier) -> None:
 
 
 def cmd_verdict(args) -> None:
-    from .claims import load_claims
+    from .claims import load_claims, nearest
     from .plan import plan_claim
     from .provenance import Run, atomic_write_json
     from .verdicts import decide_claim, mark_unverified_data, runs_provenance
 
     tier = _tier(args)
-    claim = next((c for c in load_claims(args.claims_dir) if c.slug == args.claim or c.id == args.claim), None)
+    claims = load_claims(args.claims_dir)
+    claim = next((c for c in claims if c.slug == args.claim or c.id == args.claim), None)
     if claim is None:
-        raise UserError(f"claim {args.claim!r} not found under {args.claims_dir}")
+        near = nearest(args.claim, [c.id for c in claims])
+        raise UserError(f"claim {args.claim!r} not found under {args.claims_dir}"
+                        + (f"; did you mean {' or '.join(near)}?" if near else ""))
     with Run(None, {"claim": claim.data, "tier": {k: v for k, v in tier.items() if not k.startswith("_")}}) as run:
         cplan = plan_claim(claim, tier)
         result = decide_claim(cplan, tier, args.results)
@@ -153,26 +164,137 @@ def cmd_readme(args) -> None:
     print(f"{readme}: claim table's verdicts set from {args.claims}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plmclaims", description=__doc__.splitlines()[0])
-    p.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="command", required=True)
+def cmd_list(args) -> None:
+    import json
+    import shutil
 
-    def add(name, fn, help_):
-        sp = sub.add_parser(name, help=help_)
+    from .claims import load_claims
+    from .report.common import first_reason
+    from .report.publish import published_dir
+
+    claims = load_claims(args.claims_dir, args.claims or None)
+    path = Path(args.report) if args.report else published_dir(args.tier) / "claims.json"
+    verdicts = {v["id"]: v for v in json.loads(path.read_text())} if path.is_file() else {}
+    shown = os.path.relpath(path) if path.is_absolute() and Path.cwd() in path.parents else path
+    print(f"{len(claims)} claims; verdicts: {shown}" + ("" if verdicts else " (none there: shown as '-')"))
+    width = shutil.get_terminal_size((160, 24)).columns
+    id_width = max(len(c.id) for c in claims) if claims else 0
+    for c in claims:
+        v = verdicts.get(c.id)
+        older = v is not None and v.get("version") != c.data["version"]
+        word = "-" if v is None else v["verdict"] + (" (older version)" if older else "")
+        text = first_reason(v["note"]) if args.why and v else " ".join(c.data["statement"].split())
+        line = f"{c.id:<{id_width}}  {c.data['seed_point']:<4} {word:<15} {text}"
+        print(line if len(line) <= width else line[:width - 3] + "...")
+
+
+def cmd_publish(args) -> None:
+    from .claims import load_claims
+    from .report import publish
+
+    tier = _tier(args)
+    if args.render_only:
+        folder = publish.published_dir(tier["name"], Path(args.to))
+        if not (folder / "claims.json").is_file():
+            raise UserError(f"{folder}/claims.json: no published report to render; publish a run first")
+        written = publish.render(folder, tier)
+        print(f"{folder}: wrote {', '.join(written)} from its claims.json")
+        return
+    claims = {c.id: c.data["version"] for c in load_claims(args.claims_dir)}
+    dest, files = publish.publish(Path(args.results), tier, claims, Path(args.to))
+    print(f"published {Path(args.results) / tier['name']}'s report ({len(claims)} claims) to {dest}: "
+          f"{', '.join(files)}")
+    print(f"next: plmclaims readme --claims {dest / 'claims.json'} README.md; then commit {dest} and README.md")
+
+
+def _tier_names() -> list[str]:
+    from .tiers import TIERS_DIR
+
+    return sorted(p.stem for p in TIERS_DIR.glob("*.yaml"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="plmclaims", description=" ".join(__doc__.split("\n\n")[:2]).replace("\n", " "),
+                                epilog="Run the claims with snakemake (see the README); 'plmclaims COMMAND --help' "
+                                       "describes a command.")
+    p.add_argument("--version", action="version", version=f"plmclaims {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+    tiers = _tier_names()
+
+    def add(name, fn, help_, parent=sub):
+        sp = parent.add_parser(name, help=help_, description=help_[:1].upper() + help_[1:] + ".")
         sp.set_defaults(fn=fn)
         return sp
 
+    def tier_arg(sp, default):
+        sp.add_argument("--tier", default=default, metavar="{" + ",".join(tiers) + "}|FILE",
+                        help=f"a tier name ({', '.join(tiers)}) or a tier YAML file (default: {default})")
+
+    def selection(sp):
+        sp.add_argument("--claims-dir", default="replications", help="the claims folder (default: replications)")
+        sp.add_argument("--claims", nargs="*", default=[],
+                        help="claim ids, globs ('probing/*') or families (default: all)")
+
+    # the user's commands
     sp = add("validate", cmd_validate, "validate every claim and the tier, and print what would run")
-    sp.add_argument("--claims-dir", default="replications")
-    sp.add_argument("--tier", default="micro")
-    sp = add("corpus", cmd_corpus, "write the micro-BERT pre-training text")
+    sp.add_argument("--claims-dir", default="replications", help="the claims folder (default: replications)")
+    tier_arg(sp, "micro")
+    sp = add("plan", cmd_plan, "print what the selected claims cost: runs, training steps, device-hours, memory, disk")
+    tier_arg(sp, "paper")
+    selection(sp)
+    sp.add_argument("--throughput", default=None,
+                    help="a table from benchmarks/throughput.py (default: the committed one)")
+    sp = add("list", cmd_list, "list the claims with their published verdicts (docs/results/<tier>/claims.json)")
+    tier_arg(sp, "micro")
+    selection(sp)
+    sp.add_argument("--report", default=None, help="another report's claims.json (e.g. results/micro/claims.json)")
+    sp.add_argument("--why", action="store_true", help="each verdict's first reason instead of the claim's statement")
+    sp = add("prefetch", cmd_prefetch, "download every hub asset the selected claims need, for air-gapped runs")
+    tier_arg(sp, "paper")
+    selection(sp)
+    sp.add_argument("--out", default="resources/hub", help="the folder later runs read (config resources + /hub)")
+    sp.add_argument("--dry-run", action="store_true", help="list the assets without downloading")
+    sp = add("rehearse", cmd_rehearse, "run a rehearsal tier: stand-in assets (published configs, random weights) "
+             "served through a local hub and the prefetch code, then the workflow offline")
+    tier_arg(sp, "rehearsal")
+    sp.add_argument("--data-root", required=True, help="the offline data (the stand-in tokenizers train on its text)")
+    selection(sp)
+    sp.add_argument("--cores", type=int, default=2)
+    sp.add_argument("--resources", default="resources")
+    sp.add_argument("--results", default="results")
+    sp.add_argument("snakemake_args", nargs="*", help="more snakemake arguments, after '--' (e.g. -- --keep-going)")
+    sp = add("publish", cmd_publish, "copy a finished run's report (results/<tier>) into docs/results/<tier>, where it "
+             "is committed")
+    tier_arg(sp, "micro")
+    sp.add_argument("--results", default="results", help="the workflow's results folder (config 'results')")
+    sp.add_argument("--claims-dir", default="replications", help="the claims the report must cover, at their versions")
+    sp.add_argument("--to", default=str(PUBLISHED), help="the published reports' folder (default: docs/results)")
+    sp.add_argument("--render-only", action="store_true", help="rewrite the published report's claims.md, claims.csv "
+                    "and figures from its claims.json (after a change to the report code)")
+    sp = add("readme", cmd_readme, "set the README claim table's verdict cells from a report's claims.json")
+    sp.add_argument("--claims", default=str(PUBLISHED / "micro" / "claims.json"),
+                    help="the report's claims.json (default: the published micro report)")
+    sp.add_argument("readme", nargs="?", default="README.md")
+
+    # the workflow's rule bodies, under `plmclaims rule`
+    rule = sub.add_parser("rule", help="the workflow's rule bodies, one command per rule (the Snakefile calls them)",
+                          description="The workflow's rule bodies: the Snakefile's rules call these; a user runs "
+                                      "snakemake instead.")
+    rules = rule.add_subparsers(dest="rule", required=True, title="rules", metavar="RULE")
+
+    def add_rule(name, fn, help_):
+        return add(name, fn, help_, rules)
+
+    sp = add_rule("corpus", cmd_corpus, "write the micro-BERT pre-training text")
     sp.add_argument("--out", required=True)
 
     def run_cmd(name, fn, help_, *required, data=False, threads=True):
-        """A subcommand that executes one planned run: its --spec (JSON from the workflow) plus where things live.
+        """A rule command that executes one planned run: its --spec (JSON from the workflow) plus where things live.
         `fn(args, run, tier)` gets the planned run and the tier as the run sees it (plan.run_from_json)."""
-        sp = add(name, lambda args: fn(args, *_spec(args)), help_)
+        sp = add_rule(name, lambda args: fn(args, *_spec(args)), help_)
         sp.add_argument("--spec", required=True, help="the planned run's spec (JSON), as the workflow writes it")
         for a in ("--out", *required):
             sp.add_argument(a, required=True)
@@ -189,39 +311,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", default=None)
     for name in families.BUILT:
         families.implementation(name, "commands").add_commands(run_cmd)
-    sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
+    sp = add_rule("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)
     sp.add_argument("--data-root", default=None, help="mark measurements whose runs read data that is not the release files")
-    sp = add("prefetch", cmd_prefetch, "download every hub asset the selected claims need, for air-gapped runs")
-    sp.add_argument("--tier", default="paper")
-    sp.add_argument("--claims-dir", default="replications")
-    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
-    sp.add_argument("--out", default="resources/hub", help="the folder later runs read (config resources + /hub)")
-    sp.add_argument("--dry-run", action="store_true", help="list the assets without downloading")
-    sp = add("rehearse", cmd_rehearse, "run a rehearsal tier: stand-in assets (published configs, random weights) served "
-             "through a local hub and the prefetch code, then the workflow offline")
-    sp.add_argument("--tier", default="rehearsal")
-    sp.add_argument("--data-root", required=True, help="the offline data (the stand-in tokenizers train on its text)")
-    sp.add_argument("--claims-dir", default="replications")
-    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
-    sp.add_argument("--cores", type=int, default=2)
-    sp.add_argument("--resources", default="resources")
-    sp.add_argument("--results", default="results")
-    sp.add_argument("snakemake_args", nargs="*", help="more snakemake arguments, after '--' (e.g. -- --keep-going)")
-    sp = add("plan", cmd_plan, "print what the selected claims cost: runs, training steps, device-hours, memory, disk")
-    sp.add_argument("--tier", default="paper")
-    sp.add_argument("--claims-dir", default="replications")
-    sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
-    sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
-    sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
+    sp = add_rule("report", cmd_report, "write claims.md, claims.csv, claims.json, provenance.json and the figures")
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)
     sp.add_argument("verdicts", nargs="+")
-    sp = add("readme", cmd_readme, "set the README claim table's verdict cells from a report's claims.json")
-    sp.add_argument("--claims", default="results/micro/claims.json")
-    sp.add_argument("readme", nargs="?", default="README.md")
     return p
+
+
+def rule_commands() -> set[str]:
+    """The names `plmclaims rule` takes: what the workflow's rules may call."""
+    rule = build_parser()._subparsers._group_actions[0].choices["rule"]
+    return set(rule._subparsers._group_actions[0].choices)
 
 
 def main(argv: list[str] | None = None) -> int:

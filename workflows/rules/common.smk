@@ -57,8 +57,9 @@ if _missing:
     stop(_missing)
 
 THREADS = int(config.get("threads_per_job", 1))
-# jobs call the CLI through this interpreter, so the workflow runs from a venv without activating it
-CLI = f"{shlex.quote(sys.executable)} -m plmclaims.cli"
+# jobs call the rule commands (`plmclaims rule <name>`) through this interpreter, so the workflow runs from a venv
+# without activating it; a rule's shell line is "{CLI} <name> ..."
+CLI = f"{shlex.quote(sys.executable)} -m plmclaims.cli rule"
 # quoted once here: these reach shell commands as they are (rule values use Snakemake's {...:q})
 TIER_Q, DATA_Q, R_Q, RES_Q, CLAIMS_Q = map(shlex.quote, (TIER["_path"], DATA_ROOT, R, RES, config["claims_dir"]))
 SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")

@@ -27,7 +27,7 @@ def report_despite_failures(log):
     report anyway: every verdict that exists, and an `error` row for each claim that has none, naming the failed
     rule and its log. Only when the whole report was asked for (the default target): a run for a few files must not
     paint every unrequested claim as an error. Snakemake reruns the missing verdicts, and then the report, next time."""
-    if "all" not in {getattr(r, "name", r) for r in workflow.dag.targetrules}:
+    if not whole_report_asked():
         return
     import json
     from pathlib import Path
@@ -57,5 +57,40 @@ def report_despite_failures(log):
                      "(their rows name the failed rule and its log)\n")
 
 
+def whole_report_asked() -> bool:
+    """Whether this run was asked for the whole report (the default target), not for a few files."""
+    return "all" in {getattr(r, "name", r) for r in workflow.dag.targetrules}
+
+
+def end_of_run_summary():
+    """The terminal's closing lines when the whole report was asked for: verdict counts, one line per claim, where the
+    report is and the command that writes Snakemake's HTML report (plmclaims.report.summary.terminal_summary)."""
+    path = f"{R}/claims.json"
+    if not whole_report_asked() or not os.path.exists(path):
+        return
+    import json
+
+    from plmclaims.report import terminal_summary
+
+    settings = workflow.config_settings
+    with open(path) as f:
+        verdicts = json.load(f)
+    files = [str(p) for p in settings.configfiles]
+    sys.stderr.write(terminal_summary(verdicts, R, dict(settings.config), files) + "\n")
+
+
+onstart:
+    from plmclaims.report.summary import plural
+
+    sys.stderr.write(f"plmclaims: tier {TIER['name']}, {plural(len(PLANS), 'claim')}; each job writes its progress "
+                     "to the file on its 'log:' line (follow a long one with tail -f <that file>); the report lands in "
+                     f"{R}/claims.md\n")
+
+
+onsuccess:
+    end_of_run_summary()
+
+
 onerror:
     report_despite_failures(log)
+    end_of_run_summary()

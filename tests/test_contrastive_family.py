@@ -39,7 +39,9 @@ def test_micro_plans_training_runs_with_controls_and_the_sts_baseline(repo):
     section = tier["contrastive"]
     assert [(r.kind, r.instance, r.method, r.seed) for r in simcse.runs] == [
         ("contrastive", "micro-bert.s1", "simcse", s) for s in section["seeds"]]
-    assert len(section["seeds"]) >= 2  # the spread is over training seeds
+    # at micro a mechanics check: one training seed for each side; the spread over seeds is the paper tier's
+    assert len(section["seeds"]) == len(section["control_seeds"]) == 1 <= len(section["seeds"]) < len(
+        load_tier("paper")["contrastive"]["seeds"])
     assert [(r.instance, r.seed) for r in simcse.controls] == [("micro-bert.random-s1", s) for s in section["control_seeds"]]
     assert simcse.runs[0].upstream[0].kind == "pretrain" and simcse.controls[0].upstream[0].kind == "tokenizer"
     # the same budget for every objective: the runs differ by objective and seed only

@@ -70,6 +70,9 @@ def test_whitening_gives_identity_covariance_and_truncates():
     np.testing.assert_allclose(np.cov(z.T), np.eye(8), atol=1e-6)
     mu, w = whitening.fit(x, k=3)
     assert whitening.apply(x, mu, w).shape == (500, 3)
+    # the paper's SVD of the covariance, up to each column's sign: the same whitened cosines, the same top-k columns
+    u, s, _ = np.linalg.svd(np.cov((x - mu).T))
+    np.testing.assert_allclose(np.abs(w), np.abs(u[:, :3] / np.sqrt(s[:3])), rtol=1e-6, atol=1e-9)
 
 
 def test_lexical_cosines():

@@ -15,7 +15,7 @@ from ...errors import UserError
 from ...evaluation import senteval
 from ...provenance import Run
 from ...tiers import Instance
-from ..sts.runs import _subsample, load_benchmarks, record_scores
+from ..sts.runs import _subsample, load_benchmarks, record_scores, union_sentences
 
 log = logging.getLogger("plmclaims")
 EVALUATOR = "senteval"
@@ -120,11 +120,10 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
         extra = max((len(t.head) + len(t.tail) for t in getattr(model, "templates", [])), default=0)
         if extra:
             test_len = min(test_len, int(model.encoder.config.max_position_embeddings) - extra)
-        preds = {}
-        for d in datasets:
-            sents = d.sentences()
-            # the objective's own test-time score (RankEncoder's is not plain cosine)
-            preds[d.name] = senteval.pair_predictions(d, model.embed(sents, batch, test_len), sents, model.similarity)
+        union = union_sentences(datasets)  # one pass over every benchmark's sentences, batched as every run batches
+        vectors = model.embed(union, batch, test_len)
+        # the objective's own test-time score (RankEncoder's is not plain cosine)
+        preds = {d.name: senteval.pair_predictions(d, vectors, union, model.similarity) for d in datasets}
         run.data_files.update(dev.files)
         record_scores(run, datasets, preds, out)
         losses = result.get("losses") or []

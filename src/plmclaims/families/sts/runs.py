@@ -30,6 +30,16 @@ def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None
     return out
 
 
+def union_sentences(datasets: list[sts.StsData]) -> list[str]:
+    """Every sentence of the benchmarks once (STS-B's test sentences come from STS12-16: 26 139 sentences, not the
+    28 570 of the seven benchmarks one by one), in one canonical order: longest first, ties by text. The encoders cut
+    this order into consecutive batches, so a sentence's batch is a function of the union alone, never of the order the
+    benchmarks were read in or of which benchmark asks for it: dynamic int8 quantisation scales activations per batch,
+    so the sentences a batch holds change each vector in it, and every run that encodes the union (encode, compress,
+    contrastive) batches it alike."""
+    return sorted({s for d in datasets for s in (*d.sentence1, *d.sentence2)}, key=lambda s: (-len(s), s))
+
+
 def _subsample(data: sts.StsData, max_pairs: int | None) -> sts.StsData:
     """A seeded sample of pairs, for test budgets only (the full files were counted first)."""
     keep = seeded_subset(len(data), max_pairs, 0)
@@ -63,14 +73,18 @@ def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str 
         else:
             model, tok, path = runs.load_encoder(tier, inst, resources)
             max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
-            for d in datasets:
+            union = union_sentences(datasets)
+            log.info("encode %s: %d sentences of %d benchmarks", instance, len(union), len(datasets))
+            vecs = encoders.encode_layers(model, tok, union, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+            row = {s: i for i, s in enumerate(union)}
+            for d in datasets:  # each benchmark's rows, in its own sentence order (what score reads)
                 sents = d.sentences()
-                log.info("encode %s %s: %d sentences", instance, d.name, len(sents))
-                vecs = encoders.encode_layers(model, tok, sents, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
-                arrays.update({f"{d.name}::{k}": v for k, v in vecs.items()})
+                rows = np.fromiter((row[s] for s in sents), dtype=np.int64, count=len(sents))
+                arrays.update({f"{d.name}::{k}": v if v.ndim == 0 else v[rows] for k, v in vecs.items()})
                 sentences[d.name] = sents
                 stats[d.name] = {"sentences": len(sents), "max_length": max_len}
             run.values["model"] = path
+            run.values["union_sentences"] = len(union)
         for d in datasets:
             run.data_files.update(d.files)
         run.values["datasets"] = stats

@@ -184,7 +184,7 @@ def cmd_list(args) -> None:
         older = v is not None and v.get("version") != c.data["version"]
         word = "-" if v is None else v["verdict"] + (" (older version)" if older else "")
         text = first_reason(v["note"]) if args.why and v else " ".join(c.data["statement"].split())
-        line = f"{c.id:<{id_width}}  {c.data['seed_point']:<4} {word:<15} {text}"
+        line = f"{c.id:<{id_width}}  {c.data.get('seed_point', '-'):<4} {word:<15} {text}"
         print(line if len(line) <= width else line[:width - 3] + "...")
 
 

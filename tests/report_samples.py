@@ -36,7 +36,7 @@ def _m(label: str, value: float | None, targets: list[str], role: str = "raw-enc
 
 def _check(description: str, outcome: str, reason: str = "", **extra) -> dict:
     return {"index": 0, "type": extra.pop("type", "greater"), "description": description, "scope": "mechanics",
-            "outcome": outcome, "judged": outcome not in ("not-judged", "shown"), "reason": reason,
+            "outcome": outcome, "judged": outcome != "shown", "reason": reason,
             "details": [{"on": "avg", "outcome": outcome, "estimate": 1.5, "ci_low": 0.5, "ci_high": 2.5,
                          "reason": reason, "tasks": []}], **extra}
 
@@ -140,7 +140,7 @@ def finetuning_claims() -> list[dict]:
                      claim={"measurements": {"grid": {"params": {"seeds": "all"}}}}),
             _verdict("intrinsic/synthetic-cka", "not-run", "a semantic check; tier micro judges mechanics", "glue",
                      ["SST-2"], {"layers": _m("every layer", None, ["SST-2"], method="linear-cka", curve=cka)},
-                     [_check("layers falls along layer on SST-2", "not-judged", "a semantic check; tier micro judges "
+                     [_check("layers falls along layer on SST-2", "shown", "a semantic check; tier micro judges "
                              "mechanics", measured_outcome="holds")], metric="mean",
                      claim={"measurements": {"layers": {"params": {"layer": "all"}}}})]
 

@@ -1,4 +1,4 @@
-"""Verdicts from synthetic runs whose truth we control: holds, contradicted, inconclusive, not-judged, controls."""
+"""Verdicts from synthetic runs whose truth we control: holds, contradicted, inconclusive, shown, controls."""
 from __future__ import annotations
 
 import json

@@ -36,7 +36,7 @@ def _classify(reason: str, causes) -> tuple[str, str]:
 def cause(view: dict) -> tuple[str, str]:
     """(cause key, its sentence) of an inconclusive or not-run verdict view: the first undecided check's reason."""
     causes = INCONCLUSIVE_CAUSES if view.get("verdict") == "inconclusive" else NOT_RUN_CAUSES
-    undecided = ("inconclusive",) if view.get("verdict") == "inconclusive" else ("not-run", "not-judged", "shown")
+    undecided = ("inconclusive",) if view.get("verdict") == "inconclusive" else ("not-run", "shown")
     for c in view.get("checks") or []:
         if c.get("outcome") in undecided and c.get("reason") and not DEPENDENT.search(c["reason"]):
             key, text = _classify(c["reason"], causes)

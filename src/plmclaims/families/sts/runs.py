@@ -66,7 +66,8 @@ def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str 
             for d in datasets:
                 sents = d.sentences()
                 log.info("encode %s %s: %d sentences", instance, d.name, len(sents))
-                vecs = encoders.encode_layers(model, tok, sents, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+                vecs = runs.encode_layers(tier, inst, model, tok, sents, batch_size=int(enc.get("batch_size", 64)),
+                                          max_length=max_len)
                 arrays.update({f"{d.name}::{k}": v for k, v in vecs.items()})
                 sentences[d.name] = sents
                 stats[d.name] = {"sentences": len(sents), "max_length": max_len}
@@ -129,7 +130,8 @@ def fit_encode(tier: dict, instance: str, corpus: str, data_root: str | None, re
         model, tok, path = runs.load_encoder(tier, inst, resources)
         max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
         log.info("encode %s on fit corpus %s: %d sentences", instance, corpus, len(sentences))
-        vecs = encoders.encode_layers(model, tok, sentences, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+        vecs = runs.encode_layers(tier, inst, model, tok, sentences, batch_size=int(enc.get("batch_size", 64)),
+                                   max_length=max_len)
         run.data_files.update(files)
         run.values = {"model": path, "fit_corpus": spec.get("id") or f"GLUE {spec.get('task')} train",
                       "sentences": len(sentences), "max_length": max_len}

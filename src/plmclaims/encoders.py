@@ -12,7 +12,9 @@ Pooling names follow the definitions actually used, not the papers' labels (see 
 - ``first-last``: average of hidden_states[1] and hidden_states[-1] (the corrected definition);
 - ``static-last``: average of hidden_states[0] (the input embeddings) and hidden_states[-1],
   which is what the SimCSE paper's "first-last avg" row really computed;
-- ``last2avg``: average of the last two layers, hidden_states[-2] and hidden_states[-1].
+- ``last2avg``: average of the last two layers, hidden_states[-2] and hidden_states[-1];
+- ``last-token``: a decoder's last token's last-layer vector (plmclaims.decoders writes it; its ``mean`` leaves the
+  <bos> token out).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import numpy as np
 
 from .errors import UserError
 
-POOLINGS = ("mean", "cls", "cls-before-pooler", "first-last", "static-last", "last2avg")
+POOLINGS = ("mean", "cls", "cls-before-pooler", "first-last", "static-last", "last2avg", "last-token")
 
 
 def kept_layers(n_layers: int) -> list[int]:
@@ -43,7 +45,15 @@ def pool(vectors: dict[str, np.ndarray], method: str) -> np.ndarray:
             raise UserError("pooling 'cls' needs a pooler output, and this model has none; use 'cls-before-pooler'")
         return vectors["pooler"]
     if method == "cls-before-pooler":
+        if "cls" not in vectors:
+            raise UserError("pooling 'cls-before-pooler' needs a [CLS] token, and a decoder has none; its analogue is "
+                            "'last-token'")
         return vectors["cls"]
+    if method == "last-token":
+        if "last" not in vectors:
+            raise UserError("pooling 'last-token' is a decoder's (plmclaims.decoders); an encoder's analogue is "
+                            "'cls-before-pooler'")
+        return vectors["last"]
     if method == "first-last":
         return (mean(1) + mean(last)) / 2
     if method == "static-last":

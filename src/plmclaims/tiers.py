@@ -99,12 +99,18 @@ def instances(tier: dict, asset: str) -> list[Instance]:
     return [Instance(asset, spec["kind"])]
 
 
+TWIN_KINDS = ("pretrain-mlm", "transformer", "causal-lm")  # the kinds whose architecture a random-weights twin rebuilds
+
+
 def random_twins(tier: dict, asset: str) -> list[Instance]:
-    """The same architecture and tokenizer with random weights, one per control seed."""
+    """The same architecture and tokenizer with random weights, one per control seed: the asset's own `twin_seeds`
+    where it states them (a floor needs no spread: one twin of a large model is enough), else the tier's
+    controls.random_weights_seeds."""
     spec = tier["assets"][asset]
-    if spec["kind"] not in ("pretrain-mlm", "transformer"):
+    if spec["kind"] not in TWIN_KINDS:
         return []
-    return [Instance(asset, spec["kind"], s, random=True) for s in tier.get("controls", {}).get("random_weights_seeds", [1])]
+    seeds = spec.get("twin_seeds", tier.get("controls", {}).get("random_weights_seeds", [1]))
+    return [Instance(asset, spec["kind"], s, random=True) for s in seeds]
 
 
 def with_overrides(tier: dict, overrides: dict | None) -> dict:
@@ -120,13 +126,22 @@ def with_overrides(tier: dict, overrides: dict | None) -> dict:
 
 
 def missing_packages(tier: dict, assets: set[str]) -> list[str]:
-    """One line per package asset the planned runs use that is not installed (checked without importing it)."""
+    """One line per package asset the planned runs use that is not installed (checked without importing it): its
+    package, each of its GGUF parts, and `accelerate`, which transformers' GGUF loader needs."""
     import importlib.util
+
+    from .lm import gguf_parts
 
     out = []
     for asset in sorted(assets):
         spec = tier["assets"][asset]
-        if spec.get("source") == "package" and importlib.util.find_spec(spec["package"]) is None:
+        if spec.get("source") != "package":
+            continue
+        if "parts" in spec:
+            out += gguf_parts.missing(asset, spec)
+        elif importlib.util.find_spec(spec["package"]) is None:
             how = spec.get("install", f"pip install {spec['package'].replace('_', '-')}")
             out.append(f"asset '{asset}' needs the Python package {spec['package']!r}, which is not installed: {how}")
+        if "gguf_file" in spec and (why := gguf_parts.accelerate_missing(asset)):
+            out.append(why)
     return out

@@ -1,5 +1,7 @@
 # Assets the workflow builds itself: the micro-BERT's corpus, tokenizer and pre-trained seeds, and the causal LMs it
-# materialises (a dequantised GGUF, the test tier's tiny LM). The micro-BERT's three carry the long pole's priority (common.smk, LONG_POLE), so pre-training starts as early as its inputs allow.
+# materialises (a dequantised GGUF, joined first from its parts where packages ship it in pieces; the test tier's tiny
+# LMs). The micro-BERT's three carry the long pole's priority (common.smk, LONG_POLE), so pre-training starts as early
+# as its inputs allow.
 
 
 rule corpus:
@@ -52,15 +54,33 @@ rule pretrain:
         "--out {params.out:q} --threads {threads} > {log:q} 2>&1"
 
 
+rule gguf:
+    output:
+        LAYOUT["gguf"].pattern(RES),
+    params:
+        spec=spec_of,
+    resources:
+        **rule_resources("gguf"),
+    log:
+        LAYOUT["gguf"].log(RES),
+    shell:
+        "{CLI} gguf --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule lm_model:
     input:
-        lambda wc: [LAYOUT["corpus"].pattern(RES)] if TIER["assets"][wc.instance.partition(".")[0]].get("source") == "workflow" else [],
+        corpus=lambda wc: (
+            [LAYOUT["corpus"].pattern(RES)]
+            if TIER["assets"][wc.instance.partition(".")[0]].get("source") == "workflow"
+            else []
+        ),
+        gguf=upstream("gguf"),
     output:
         LAYOUT["lm_model"].pattern(RES),
     params:
         spec=spec_of,
         out=lambda wc, output: os.path.join(os.path.dirname(output[0]), "model"),
-        corpus=lambda wc, input: f"--corpus {shlex.quote(input[0])}" if input else "",
+        corpus=lambda wc, input: f"--corpus {shlex.quote(input.corpus[0])}" if input.corpus else "",
     resources:
         **rule_resources("lm_model"),
     log:

@@ -5,7 +5,8 @@ token q's attention over the T keys (it sums to 1); ``keys`` is a (T,) bool mask
 ([SEP], [CLS], periods and commas). The paper's measures, averaged over every head and every query token:
 
 - the share of attention that goes to the marked tokens (Fig. 2);
-- the share uniform attention would give them, |marked| / T: the chance level;
+- the share uniform attention would give them, |marked| / T: the chance level (in a causal model, whose query q sees
+  keys 0..q only, the mean over queries of the marked share of keys 0..q: causal_uniform_share);
 - the magnitude of the gradient of the masked-LM loss with respect to the attention weights on the marked tokens
   (Fig. 3: where attention to [SEP] is a no-op, changing it changes the loss little).
 """
@@ -22,6 +23,14 @@ def attention_share(attn: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def uniform_share(keys: np.ndarray) -> float:
     """The share uniform attention (every key weighted 1/T) puts on the marked keys."""
     return float(np.mean(np.asarray(keys, bool)))
+
+
+def causal_uniform_share(keys: np.ndarray) -> float:
+    """The share uniform attention puts on the marked keys in a causal model, where query q sees keys 0..q only (each
+    weighted 1/(q + 1)), averaged over queries: the first token gets mean(1/(q + 1)), far above |marked| / T."""
+    keys = np.asarray(keys, bool)
+    seen = np.cumsum(keys) / np.arange(1, len(keys) + 1)
+    return float(seen.mean())
 
 
 def gradient_magnitude(grad: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -18,22 +18,34 @@ POSITION_NAMES = ("position_embeddings", "wpe", "embed_positions")
 GROUPS = ("input", "output", "positions", "layernorm")  # the parameter groups that train; the rest is frozen
 
 
-def freeze(body) -> dict[str, list[str]]:
-    """Freeze every parameter of the pre-trained `body` except its position embeddings and LayerNorms.
-    Returns group -> parameter names that train ('positions', 'layernorm'). Raises ValueError if the body has no
-    learned position table (nothing could then tell the new input layer's tokens apart by place)."""
+def _is_norm(module) -> bool:
+    """A LayerNorm, or the RMSNorm of Llama/Gemma-style decoders (their own classes, named *RMSNorm)."""
     import torch.nn as nn
 
-    norms = {id(p) for m in body.modules() if isinstance(m, nn.LayerNorm) for p in m.parameters(recurse=False)}
+    return isinstance(module, (nn.LayerNorm, nn.RMSNorm)) or type(module).__name__.endswith("RMSNorm")
+
+
+def rotary(body) -> bool:
+    """Whether the body places tokens by rotary position embeddings (Gemma, Llama): no table to train."""
+    return any("Rotary" in type(m).__name__ for m in body.modules())
+
+
+def freeze(body) -> dict[str, list[str]]:
+    """Freeze every parameter of the pre-trained `body` except its position embeddings and its norms (LayerNorm,
+    or a decoder's RMSNorm, q/k norms included). Returns group -> parameter names that train ('positions',
+    'layernorm'). A body with rotary positions (Gemma, Llama) has no position table: its 'positions' group is empty,
+    as its attention itself tells places apart. Raises ValueError if the body has neither (nothing could then tell
+    the new input layer's tokens apart by place)."""
+    norms = {id(p) for m in body.modules() if _is_norm(m) for p in m.parameters(recurse=False)}
     groups: dict[str, list[str]] = {"positions": [], "layernorm": []}
     for name, p in body.named_parameters():
         group = "layernorm" if id(p) in norms else "positions" if any(k in name for k in POSITION_NAMES) else None
         p.requires_grad_(group is not None)
         if group:
             groups[group].append(name)
-    if not groups["positions"]:
-        raise ValueError(f"{type(body).__name__} has no learned position embeddings ({', '.join(POSITION_NAMES)}); "
-                         "the frozen-transformer transfer trains those")
+    if not groups["positions"] and not rotary(body):
+        raise ValueError(f"{type(body).__name__} has no learned position embeddings ({', '.join(POSITION_NAMES)}) "
+                         "and no rotary ones; the frozen-transformer transfer trains those")
     return groups
 
 

@@ -8,7 +8,8 @@ weights vs the training sample, data order and dropout). A measurement with `see
 trend checks such as `spreads` (Dodge et al. 2020, P12).
 
 `linear-cka` (P7: Merchant et al. 2020) measures what full fine-tuning changed, per layer: linear CKA between the
-pre-trained and the fine-tuned encoder's token vectors on the task's scored dev examples. Its metric is `mean`: the
+pre-trained and the fine-tuned encoder's token vectors on the task's scored dev examples (for a causal LM, such as
+SmolLM2: its lm-tasks full fine-tuning, over the prompts of the dev sample lm-eval scored). Its metric is `mean`: the
 mean of per-example jackknife pseudo-values (methods/cka.py), one point per layer with `layer: all`."""
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -
         layer = m.params.get("layer")
         if layer is None:
             raise UserError(f"{where}.params': {CKA} needs 'layer': {LAYER_WHAT}")
-        n = depth(tier, asset) if spec["kind"] in ("pretrain-mlm", "transformer") else None
+        n = depth(tier, asset) if spec["kind"] in ("pretrain-mlm", "transformer", "causal-lm") else None
         if isinstance(layer, int) and n is not None and layer > n:
             raise UserError(f"{where}.params.layer': got {layer}; tier {tier['name']} maps role '{m.role}' to '{asset}', "
                             f"which has layers 0-{n}: use 'k/n' to name a layer of a paper's stack")

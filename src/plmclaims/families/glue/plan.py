@@ -53,9 +53,15 @@ def grid_run(tier: dict, instance: str, method: str, task: str, head: int, order
 
 def cka_run(tier: dict, instance: str, task: str, seed: int, params: dict) -> Run:
     """Linear CKA of every layer between the pre-trained instance and its fully fine-tuned twin (the `finetuned` run
-    of the same spec as the `finetune` run a full-finetuning claim plans), on the task's scored dev examples:
-    metrics.json holds each layer's CKA, cka.npz the per-example jackknife pseudo-values."""
-    tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, params)
+    of the same spec as the `finetune` run a full-finetuning claim plans; for a causal LM the lm-tasks family's
+    full-finetuning run, which saves the model), on the task's scored dev examples: metrics.json holds each layer's
+    CKA, cka.npz the per-example jackknife pseudo-values."""
+    if tier["assets"][instance.partition(".")[0]]["kind"] == "causal-lm":
+        from ..lm_tasks.plan import lm_run
+
+        tuned = lm_run(tier, instance, "full-finetuning", task, seed, params)
+    else:
+        tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, params)
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": CKA, "task": task, "seed": int(seed)}
     return make_run("cka", fields, tuned.spec["tier"], (tuned,) + ((model,) if model else ()))
@@ -68,6 +74,51 @@ def cka_layer_run(tier: dict, instance: str, task: str, seed: int, layer: int, p
     return make_run("cka-layer", fields, up.spec["tier"], (up,))
 
 
+def lm_cka_skipped(claim: Claim, tier: dict) -> dict[str, str]:
+    """The claim's tasks a causal LM's CKA leaves out, with the reason: the LM budget's skip_tasks, tasks without an lm
+    prompt template, and tasks outside lm.cka_tasks where the tier names them (the fine-tunings it already runs)."""
+    from ...lm.tasks import TEMPLATES
+
+    section = tier.get("lm", {})
+    out = dict(section.get("skip_tasks", {}))
+    for t in claim.protocol["benchmarks"]:
+        if t not in TEMPLATES:
+            out.setdefault(t, "no lm prompt template for this task (lm.tasks.TEMPLATES)")
+        elif "cka_tasks" in section and t not in section["cka_tasks"]:
+            out.setdefault(t, f"the tier's LM CKA reads the full fine-tunings of {', '.join(section['cka_tasks'])} "
+                              "only (lm.cka_tasks)")
+    return {t: why for t, why in out.items() if t in claim.protocol["benchmarks"]}
+
+
+def role_skipped(claim: Claim, tier: dict, role: str) -> dict[str, str] | None:
+    """The tasks a role's measurements leave out where they run under another family's budget (plan.skipped_tasks):
+    a causal LM's CKA (lm_cka_skipped); None for the family's own encoders."""
+    asset = tier["roles"].get(role, {}).get("asset")
+    if asset is None or tier["assets"][asset]["kind"] != "causal-lm":
+        return None
+    return lm_cka_skipped(claim, tier)
+
+
+def _plan_lm_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict, layers: list[int]):
+    """A causal LM's CKA points: per layer, one run per task and seed of the lm budget (lm.seeds), on the lm-tasks
+    family's full fine-tuning with the tier's lm defaults for it, overridden by the claim's `lr`."""
+    from ...tiers import instances
+
+    section = tier.get("lm")
+    if section is None:
+        return None, f"tier {tier['name']} has no 'lm' budget (the causal LM's full fine-tuning)"
+    skipped = lm_cka_skipped(claim, tier)
+    tasks = [t for t in claim.protocol["benchmarks"] if t not in skipped]
+    if not tasks:
+        why = "; ".join(f"{t}: {w}" for t, w in skipped.items())
+        return None, f"the causal LM's CKA runs none of the claim's tasks: {why}"
+    params = {**section.get("methods", {}).get("full-finetuning", {}),
+              **{k: v for k, v in m.params.items() if k != "layer"}}
+    instance = instances(tier, role["asset"])[0].name
+    return {layer: [cka_layer_run(tier, instance, t, s, layer, params) for t in tasks for s in section["seeds"]]
+            for layer in layers}, ""
+
+
 def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     """One cka-layer run per task and seed at the measurement's layer, or a curve over every layer (`layer: all`).
     The fine-tuning is full fine-tuning with the tier's defaults for it, overridden by the claim's `lr`."""
@@ -75,6 +126,13 @@ def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, r
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{role['asset']}' has "
                           f"(probing.layers.{role['asset']})")
+    if tier["assets"][role["asset"]]["kind"] == "causal-lm":
+        curve = m.params["layer"] == "all"
+        layers = list(range(n + 1)) if curve else [resolve_layer(m.params["layer"], n)]
+        points, why = _plan_lm_cka(claim, m, tier, pm, role, layers)
+        if points is None:
+            return pm.not_run(why)
+        return pm.set_curve(points) if curve else _with_runs(pm, points[layers[0]])
     params = {**tier.get("finetune", {}).get("methods", {}).get("full-finetuning", {}),
               **{k: v for k, v in m.params.items() if k != "layer"}}
 

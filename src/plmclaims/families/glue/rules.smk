@@ -43,12 +43,13 @@ rule finetuned:
         "--threads {threads} > {log:q} 2>&1"
 
 
-# Linear CKA per layer between the pre-trained encoder and its fine-tuned model (the finetuned run's model/), then one
-# score run per layer (the points of a layer curve).
+# Linear CKA per layer between the pre-trained model and its fine-tuned one (the finetuned run's model/, or a causal
+# LM's lm run's), then one score run per layer (the points of a layer curve).
 rule cka:
     input:
-        finetuned=upstream("finetuned"),
-        model=upstream("pretrain"),
+        # an encoder's finetuned run, or a causal LM's lm-tasks full fine-tuning (its model/ beside metrics.json)
+        finetuned=lambda wc: [path_of(u) for u in planned(wc).upstream if u.kind in ("finetuned", "lm")],
+        model=lambda wc: [path_of(u) for u in planned(wc).upstream if u.kind in ("pretrain", "lm_model")],
         data=data_of,
     output:
         metrics=LAYOUT["cka"].pattern(R),

@@ -11,6 +11,7 @@ from ...data import glue, verify
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
 from ...stats import degenerate as degenerate_reason, document_index
+from ...tiers import Instance
 
 log = logging.getLogger("plmclaims")
 
@@ -60,23 +61,34 @@ def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
              values["parameters"]["trainable"], values["parameters"]["total"], 100 * values["parameters"]["fraction"])
 
 
-def token_states(model_path: str, tokenizer, dev: glue.GlueData, max_length: int) -> tuple[list, "np.ndarray"]:
+def token_states(model_path: str, tokenizer, dev: glue.GlueData, max_length: int,
+                 prompts: list[str] | None = None) -> tuple[list, "np.ndarray"]:
     """Every layer's vectors (embeddings = 0 to the top) of every non-padding token of the dev examples, encoded as
-    fine-tuning saw them (pairs joined by the tokenizer, cut at the budget's max_length): a list of (tokens, d)
-    float32 arrays, one per layer, and each token's example index."""
+    fine-tuning saw them (pairs joined by the tokenizer, cut at the budget's max_length; for a causal LM its `prompts`,
+    the lm-eval contexts it was trained on, without special tokens and cut from the left as lm.train cuts them): a
+    list of (tokens, d) float32 arrays, one per layer, and each token's example index."""
     import numpy as np
     import torch
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(model_path).eval()
     room = int(getattr(model.config, "max_position_embeddings", max_length) or max_length)
+    if prompts is not None:
+        tokenizer.truncation_side, tokenizer.padding_side = "left", "right"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
     layers, groups = None, []
     with torch.inference_mode():
         for start in range(0, len(dev), 32):
             idx = range(start, min(start + 32, len(dev)))
             a = [dev.text_a[i] for i in idx]
             b = [dev.text_b[i] for i in idx] if dev.text_b is not None else None
-            enc = tokenizer(a, b, padding=True, truncation=True, max_length=min(max_length, room), return_tensors="pt")
+            if prompts is not None:
+                enc = tokenizer([prompts[i] for i in idx], padding=True, truncation=True, add_special_tokens=False,
+                                max_length=min(max_length, room), return_tensors="pt")
+            else:
+                enc = tokenizer(a, b, padding=True, truncation=True, max_length=min(max_length, room),
+                                return_tensors="pt")
             hidden = model(**enc, output_hidden_states=True).hidden_states
             keep = enc["attention_mask"].bool()
             rows = [h[keep].float().numpy() for h in hidden]
@@ -105,16 +117,28 @@ def cka(tier: dict, run_spec: plan.Run, data_root: str | None, resources: str, f
     tuned = finetuned.with_name("model")
     if not (tuned / "config.json").exists():
         raise UserError(f"{tuned}: no saved model; the finetuned run that writes it ({finetuned}) did not finish: rerun it")
-    budget = tier["finetune"]["budget"]
-    dev = load_glue(tier, run_spec.task, "dev", data_root)
+    causal = Instance.parse(run_spec.instance, tier).kind == "causal-lm"
+    prompts = None
+    if causal:  # fine-tuned by the lm-tasks family: its budget, and the dev sample lm-eval scored (lm.tasks)
+        from ...lm.tasks import render
+        from ...training import sample
+
+        budget = tier["lm"]["budget"]
+        dev = sample(glue.load_local(glue.local_root(tier["data"]["glue"], data_root), run_spec.task, "dev"),
+                     tier["lm"].get("eval_limit"), 0)
+        prompts = [render(run_spec.task, a, dev.text_b[i] if dev.text_b is not None else None)
+                   for i, a in enumerate(dev.text_a)]
+    else:
+        budget = tier["finetune"]["budget"]
+        dev = load_glue(tier, run_spec.task, "dev", data_root)
     pretrained = runs.pretrained_path(tier, run_spec.instance, resources)
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"], "pretrained": pretrained,
               "finetuned": str(tuned)}
     with Run(out, config, seed=run_spec.seed) as run:
         tokenizer = AutoTokenizer.from_pretrained(tuned)  # the pre-trained tokenizer, saved with the model
         max_length = int(budget.get("max_length", 128))
-        before, groups = token_states(pretrained, tokenizer, dev, max_length)
-        after, groups_after = token_states(str(tuned), tokenizer, dev, max_length)
+        before, groups = token_states(pretrained, tokenizer, dev, max_length, prompts)
+        after, groups_after = token_states(str(tuned), tokenizer, dev, max_length, prompts)
         assert len(before) == len(after) and np.array_equal(groups, groups_after), "the two encoders differ in shape"
         arrays, layers = {"index": document_index(dev.text_a, dev.text_b)}, {}
         for layer, (x, y) in enumerate(zip(before, after)):

@@ -31,15 +31,23 @@ embeddings attend nowhere):
   with a period or comma); the value is the share minus what uniform attention gives the same tokens (|tokens| / T),
   so the chance floor 0 is uniform attention; the raw share and the uniform share are in metrics.json;
 - `sep-attention-gradient`: items are sentences; the value is the mean |d loss / d attention weight| on [SEP]
-  (methods.attention.gradient_magnitude)."""
+  (methods.attention.gradient_magnitude);
+- `attention-to-first`: the share on the sequence's first token ([CLS] in BERT; a decoder's <bos>, or its first word
+  where the tokenizer adds none): a decoder's "attention sink", the analogue of Clark et al.'s no-op attention to
+  [SEP] that a causal LM allows (it has no [SEP] or [CLS]). A decoder's sentences are its running text ("<bos> words",
+  plmclaims.decoders), and its chance level is causal: query q sees keys 0..q only, so uniform attention gives the
+  first token mean(1 / (q + 1)) (methods.attention.causal_uniform_share). A decoder has no masked-LM head, so no
+  gradient is taken, and the [SEP] and [CLS] benchmarks are not run on it."""
 from __future__ import annotations
 
 from ...errors import UserError
 from ..family import Family, Layout
-from ..probing import ENCODER_KINDS, LAYER_WHAT, _is_layer, depth
+from ..probing import LAYER_KINDS, LAYER_WHAT, _is_layer, depth
 
 GEOMETRY_BENCHMARKS = ("anisotropy", "self-similarity", "self-similarity-raw", "explainable-variance")
-SHARES = {"attention-to-sep": "sep", "attention-to-cls": "cls", "attention-to-punctuation": "punctuation"}
+SHARES = {"attention-to-sep": "sep", "attention-to-cls": "cls", "attention-to-punctuation": "punctuation",
+          "attention-to-first": "first"}
+DECODER_SHARES = ("attention-to-punctuation", "attention-to-first")  # what a causal LM's attention can be read for
 GRADIENT = "sep-attention-gradient"
 METHOD = "contextual-geometry"
 ATTENTION = "attention-maps"
@@ -61,7 +69,7 @@ def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -
     if m.method == ATTENTION and layer != "all" and str(layer).split("/")[0] == "0":
         raise UserError(f"{where}.layer': got {layer!r}; layer 0 is the embeddings, which attend nowhere: "
                         "attention maps are layers 1 to the top (an index >= 1, 'k/n' with k >= 1, or 'all')")
-    n = depth(tier, asset) if spec["kind"] in ENCODER_KINDS else None
+    n = depth(tier, asset) if spec["kind"] in LAYER_KINDS else None
     if isinstance(layer, int) and n is not None and layer > n:
         raise UserError(f"{where}.layer': got {layer}; tier {tier['name']} maps role '{m.role}' to '{asset}', "
                         f"which has layers 0-{n}: use 'k/n' to name a layer of a paper's stack")

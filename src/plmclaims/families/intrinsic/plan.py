@@ -9,11 +9,11 @@ from pathlib import Path
 
 from ...claims import Claim, Measurement
 from ...data import verify
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, wants_twins
 from ...tiers import instances, random_twins
-from ..probing import ENCODER_KINDS, depth, resolve_layer
+from ..probing import LAYER_KINDS, depth, resolve_layer
 from ..probing.plan import encode_run, plan_layers
-from . import ATTENTION, GRADIENT
+from . import ATTENTION, DECODER_SHARES, GRADIENT
 
 # the sentences attention is read on: the probing family's seeded sample of the scored split (its eval part)
 ATTENTION_SAMPLE = ("probing.eval_sentences", "probing.max_words", "probing.seed", "intrinsic.seed", "encode.max_length")
@@ -34,6 +34,8 @@ def mlm_head_missing(spec: dict) -> str | None:
     pre-trained BERTs, Google's hub BERTs). A random-weights twin is the same architecture, head included."""
     if spec["kind"] == "pretrain-mlm":
         return None
+    if spec["kind"] == "causal-lm":
+        return "a causal LM has no masked-LM head (it predicts the next token), so the MLM loss has no gradient to take"
     if spec.get("source") == "local":  # a local checkpoint names its architecture (read offline, before any run)
         config = Path(spec["path"]) / "config.json"
         arch = json.loads(config.read_text()).get("architectures") or [] if config.is_file() else []
@@ -85,7 +87,7 @@ def plan_attention(m: Measurement, n: int, tier: dict, asset: str, split: str, p
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     asset = role["asset"]
     spec = tier["assets"][asset]
-    if spec["kind"] not in ENCODER_KINDS:
+    if spec["kind"] not in LAYER_KINDS:
         return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which has no layers")
     if "intrinsic" not in tier or "probing" not in tier or "ud" not in tier.get("data", {}):
         return pm.not_run(f"tier {tier['name']} lacks an 'intrinsic' or 'probing' section (the word sample) or 'data.ud'")
@@ -93,8 +95,12 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{asset}' has (probing.layers.{asset})")
     split = claim.protocol["split"]
-    twins = "random-weights" in claim.controls and m.role == "raw-encoder"
+    twins = wants_twins(claim, m)
     if m.method == ATTENTION:
+        special = [b for b in claim.protocol["benchmarks"] if b not in DECODER_SHARES + (GRADIENT,)]
+        if spec["kind"] == "causal-lm" and special:
+            return pm.not_run(f"role '{m.role}' maps to '{asset}', a causal LM: it has no [SEP] or [CLS] token for "
+                              f"{', '.join(special)}; its analogue is attention-to-first (the attention sink)")
         missing = mlm_head_missing(spec) if GRADIENT in claim.protocol["benchmarks"] else None
         if missing:
             return pm.not_run(f"role '{m.role}' maps to '{asset}': {missing}")

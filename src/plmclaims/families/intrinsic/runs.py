@@ -116,6 +116,12 @@ def load_attention_model(tier: dict, inst, resources: str, gradient: bool):
     from ...runs import model_source
 
     hf_logging.set_verbosity_error()  # an encoder-only load reports the unused head; the check below speaks for it
+    if inst.kind == "causal-lm":  # a decoder's body: no MLM head (the plan takes no gradient), eager attention
+        from ...decoders import load_decoder
+        from ...runs import pretrained_path
+
+        path = pretrained_path(tier, inst.name, resources)
+        return (*load_decoder(path, seed=inst.seed or 0, random_weights=inst.random, attention="eager"), path)
     path = model_source(tier, inst, resources)
     cls = AutoModelForMaskedLM if gradient else AutoModel
     torch.manual_seed(inst.seed or 0)
@@ -136,10 +142,14 @@ def load_attention_model(tier: dict, inst, resources: str, gradient: bool):
     return model.eval(), tok, path
 
 
-def token_types(tok, input_ids: np.ndarray) -> dict[str, np.ndarray]:
-    """Key masks of one tokenised sequence: [SEP], [CLS], and periods and commas (as whole tokens)."""
-    pieces = np.array(tok.convert_ids_to_tokens(input_ids.tolist()))
-    return {"sep": input_ids == tok.sep_token_id, "cls": input_ids == tok.cls_token_id,
+def token_types(tok, input_ids: np.ndarray, decoder: bool = False) -> dict[str, np.ndarray]:
+    """Key masks of one tokenised sequence: [SEP], [CLS] (an encoder's), the first token, and periods and commas (as
+    whole tokens; a decoder's carry the space before them, Gemma's '▁.' and GPT-2's 'Ġ,')."""
+    pieces = np.array([p.lstrip("▁Ġ") for p in tok.convert_ids_to_tokens(input_ids.tolist())])
+    first = np.arange(len(input_ids)) == 0
+    if decoder:
+        return {"first": first, "punctuation": np.isin(pieces, PUNCTUATION)}
+    return {"sep": input_ids == tok.sep_token_id, "cls": input_ids == tok.cls_token_id, "first": first,
             "punctuation": np.isin(pieces, PUNCTUATION)}
 
 
@@ -150,6 +160,7 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
     layers), <type>::uniform (n,), sep::gradient (n, layers)) and metrics.json beside it."""
     import torch
 
+    from ...decoders import autocast, word_alignment
     from ...encoders import best_device
     from ...methods import attention as A
     from ...tiers import Instance
@@ -159,6 +170,7 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
         torch.set_num_threads(threads)
     pr, seed = tier["probing"], int(tier["intrinsic"].get("seed", 0))
     inst = Instance.parse(run_spec.instance, tier)
+    decoder = inst.kind == "causal-lm"
     gradient = bool(run_spec.params.get("gradient"))
     max_len = int(tier["assets"][inst.asset].get("max_length", tier.get("encode", {}).get("max_length", 128)))
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"], "mask_rate": MASK_RATE}
@@ -170,7 +182,10 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
         kept, sent_ids, seqs, masks = [], [], [], []
         for s in sample(data, pr.get("eval_sentences"), pr.get("max_words"), int(pr.get("seed", 0))):
             sent = data.sentences[int(s)]
-            enc = tok(sent.words, is_split_into_words=True, truncation=False)
+            if decoder:  # the running text, as the LM reads it (<bos> first where its tokenizer adds one)
+                enc = {"input_ids": word_alignment(tok, sent.words)[0]}
+            else:
+                enc = tok(sent.words, is_split_into_words=True, truncation=False)
             if len(enc["input_ids"]) > max_len:
                 continue
             kept.append(int(s))
@@ -179,18 +194,20 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
             if gradient:  # seeded per sentence: its mask does not depend on which other sentences were kept
                 words = np.flatnonzero([w is not None for w in enc.word_ids()])
                 masks.append(A.mask_positions(words, MASK_RATE, np.random.default_rng((seed, int(s)))))
-        shares = {t: [] for t in ("sep", "cls", "punctuation")}
+        shares = {t: [] for t in (("first", "punctuation") if decoder else ("sep", "cls", "first", "punctuation"))}
         uniform = {t: [] for t in shares}
         grads = []
+        chance = A.causal_uniform_share if decoder else A.uniform_share
         for start in range(0, len(seqs), BATCH):
             part = seqs[start:start + BATCH]
-            maps, grad = A.forward(model, part, masks[start:start + BATCH] if gradient else None, tok.mask_token_id,
-                                   tok.pad_token_id or 0)
+            with autocast(best_device(), tier["assets"][inst.asset].get("precision") if decoder else "float32"):
+                maps, grad = A.forward(model, part, masks[start:start + BATCH] if gradient else None, tok.mask_token_id,
+                                       tok.pad_token_id or 0)
             for i, (ids, attn) in enumerate(zip(part, maps)):
-                types = token_types(tok, ids)
+                types = token_types(tok, ids, decoder)
                 for t, keys in types.items():
                     shares[t].append(A.attention_share(attn, keys))
-                    uniform[t].append(A.uniform_share(keys))
+                    uniform[t].append(chance(keys))
                 if gradient:
                     grads.append(A.gradient_magnitude(grad[i], types["sep"]))
         lengths = [len(q) for q in seqs]
@@ -208,8 +225,9 @@ def attention_maps(tier: dict, run_spec: plan.Run, data_root: str | None, resour
         if gradient:
             run.values["sep_gradient_per_layer"] = arrays["sep::gradient"].mean(0).tolist()
         atomic_save_npz(out, **arrays)
-    log.info("attention-maps %s %s: %d sentences; [SEP] share per layer %s", run_spec.instance, run_spec.split,
-             len(kept), run.values["share_per_layer"]["sep"])
+    key = "first" if decoder else "sep"
+    log.info("attention-maps %s %s: %d sentences; %s share per layer %s", run_spec.instance, run_spec.split,
+             len(kept), key, run.values["share_per_layer"][key])
 
 
 def _mean(v: np.ndarray) -> float | None:
@@ -228,12 +246,14 @@ def attention(tier: dict, run_spec: plan.Run, maps: Path, out: Path) -> None:
         npz = np.load(maps)
         upstream = json.loads(maps.with_name("metrics.json").read_text())
         run.data_files.update(upstream.get("provenance", {}).get("data_sha256", {}))
-        n_layers = npz["sep::share"].shape[1]
+        n_layers = npz["punctuation::share"].shape[1]
         if not 1 <= layer <= n_layers:
             raise ValueError(f"{maps}: attention layers are 1-{n_layers}, not {layer}")
         index = document_index(npz["sent_ids"])
         items, values = {}, {}
         for bench, t in SHARES.items():
+            if f"{t}::share" not in npz.files:  # a decoder has no [SEP] or [CLS]; maps written before 'first'
+                continue
             share, uni = npz[f"{t}::share"][:, layer - 1].astype(np.float64), npz[f"{t}::uniform"].astype(np.float64)
             keep = uni > 0  # the sentence has such a token (always for [SEP] and [CLS])
             items[bench] = {"pred": share[keep] - uni[keep], "index": index[keep]}

@@ -27,7 +27,9 @@ from ..family import Family, Layout
 LINEAR_TASKS = ("upos", "dependency", "length", "depth", "tense", "subject-number", "bigram-shift")  # data.ud.TASKS, '_' -> '-'
 STRUCTURAL_TASKS = ("tree",)
 METHOD_TASKS = {"probe-linear": LINEAR_TASKS, "structural-probe": STRUCTURAL_TASKS}
-ENCODER_KINDS = ("pretrain-mlm", "transformer")
+# the kinds whose layers give word vectors: encoders, and decoders (a causal LM's word vector is the mean of its
+# tokens', as for BERT; <bos> belongs to no word: plmclaims.decoders)
+LAYER_KINDS = ("pretrain-mlm", "transformer", "causal-lm")
 SHIFTED_WORDS = "bigram-shift"  # the encode variant whose sample has two adjacent words swapped in a seeded half
 LAYER_WHAT = ("a layer index (0: the embeddings), 'k/n' (layer k of a paper's n-layer stack, e.g. '7/12'), 'all' "
               "(every layer, 0 to the top: a curve for layer trends) or 'contextual' (every layer above the embeddings)")
@@ -44,9 +46,9 @@ def _is_layer(v) -> bool:
 
 
 def depth(tier: dict, asset: str) -> int | None:
-    """Transformer layers of an asset: a workflow-trained model's config, else the tier's probing.layers entry."""
+    """Transformer layers of an asset: a workflow-built model's config, else the tier's probing.layers entry."""
     spec = tier["assets"][asset]
-    if spec["kind"] == "pretrain-mlm":
+    if spec["kind"] == "pretrain-mlm" or (spec["kind"] == "causal-lm" and spec.get("source") == "workflow"):
         return int(spec["model"]["layers"])
     return tier.get("probing", {}).get("layers", {}).get(asset)
 
@@ -74,7 +76,7 @@ def check_tier(claim, m, asset: str, spec: dict, arch: str | None, tier: dict) -
     layer = m.params["layer"]
     if m.params.get("step") == "all" and layer == "all":
         raise UserError(f"{where}.params': a curve sweeps one axis: 'step: all' needs one layer, not 'layer: all'")
-    n = depth(tier, asset) if spec["kind"] in ENCODER_KINDS else None
+    n = depth(tier, asset) if spec["kind"] in LAYER_KINDS else None
     if isinstance(layer, int) and n is not None and layer > n:
         raise UserError(f"{where}.params.layer': got {layer}; tier {tier['name']} maps role '{m.role}' to '{asset}', "
                         f"which has layers 0-{n}: use 'k/n' to name a layer of a paper's stack")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ...claims import Claim, Measurement
 from ...data import verify
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, wants_twins
 from ...tiers import instances, random_twins
-from . import ENCODER_KINDS, SHIFTED_WORDS, depth, resolve_layer
+from . import LAYER_KINDS, SHIFTED_WORDS, depth, resolve_layer
 
 # the tier settings each run kind reads (and is keyed by): the sample, and each method's probe settings
 SAMPLE = ("probing.train_sentences", "probing.eval_sentences", "probing.max_words", "probing.seed")
@@ -44,7 +44,7 @@ def checkpoint_steps(tier: dict, asset: str) -> list[int] | None:
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     asset = role["asset"]
     spec = tier["assets"][asset]
-    if spec["kind"] not in ENCODER_KINDS:
+    if spec["kind"] not in LAYER_KINDS:
         return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}, which has no layers to probe")
     if "probing" not in tier or "ud" not in tier.get("data", {}):
         return pm.not_run(f"tier {tier['name']} has no 'probing' section or no 'data.ud' source")
@@ -52,7 +52,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{asset}' has (probing.layers.{asset})")
     split = claim.protocol["split"]
-    twins = "random-weights" in claim.controls and m.role == "raw-encoder"
+    twins = wants_twins(claim, m)
 
     def runs(insts, layer: int, step: int | None = None) -> list[Run]:
         return [probe_run(tier, i.name, m.method, task, split, layer, step)

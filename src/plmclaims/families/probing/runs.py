@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import encoders, plan, runs
+from ... import plan, runs
 from ...data import seeded_subset, ud
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
@@ -72,7 +72,8 @@ def encode(tier: dict, instance: str, split: str, data_root: str | None, resourc
             if words == SHIFTED_WORDS:
                 shifted = ud.bigram_shift_task([data.sentences[i] for i in ids], seed=int(pr.get("seed", 0)))
                 text = shifted.words
-            vecs, kept = encoders.encode_words(model, tok, text, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+            vecs, kept = runs.encode_words(tier, inst, model, tok, text, batch_size=int(enc.get("batch_size", 64)),
+                                          max_length=max_len)
             arrays[f"{part}::sentences"] = ids[kept]
             if words == SHIFTED_WORDS:  # a swap keeps the sub-word count, so `kept` is the originals' too
                 arrays[f"{part}::swaps"] = shifted.swaps[kept]

@@ -4,14 +4,17 @@ post-processing; the random-weights twins and the bag-of-words and TF-IDF cosine
 from __future__ import annotations
 
 from ...data.sts import BENCHMARKS
+from ...decoders import POOLINGS as DECODER_POOLINGS
 from ...encoders import POOLINGS
 from ...errors import UserError
 from ..family import Family, Layout
 
 LEXICAL = ("bow-cosine", "tfidf-cosine")
 METHODS = POOLINGS + ("static-average",) + LEXICAL
+ENCODER_POOLINGS = tuple(p for p in POOLINGS if p != "last-token")
 METHODS_BY_KIND = {  # the methods each asset kind's vectors give
-    "pretrain-mlm": POOLINGS, "transformer": POOLINGS, "static-vectors": ("static-average",), "lexical": LEXICAL,
+    "pretrain-mlm": ENCODER_POOLINGS, "transformer": ENCODER_POOLINGS, "causal-lm": DECODER_POOLINGS,
+    "static-vectors": ("static-average",), "lexical": LEXICAL,
 }
 CONTRASTIVE = ()  # T8's objectives are the contrastive family's methods (families/contrastive)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...data.sts import SOURCE_OF_EVALUATOR  # evaluator -> the tier's data source it reads
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick
+from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, wants_twins
 from ...tiers import instances, random_twins
 
 POSTPROCESS = {"whitening", "flow"}  # flow: BERT-flow (methods/flow.py), its settings from the tier's postprocess.flow
@@ -76,7 +76,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     asset = role["asset"]
     evaluator, form = evaluator_and_form(claim)
     pm.runs = [score_run(tier, evaluator, inst.name, form, m.method, post) for inst in instances(tier, asset)]
-    if "random-weights" in claim.controls and m.role == "raw-encoder":
+    if wants_twins(claim, m):
         pm.controls = [score_run(tier, evaluator, inst.name, form, m.method, post) for inst in random_twins(tier, asset)]
     return pm
 

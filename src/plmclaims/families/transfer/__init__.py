@@ -17,7 +17,7 @@ from ...data.synthetic import TASKS
 from ..family import Family, Layout
 
 METHOD = "frozen-transfer"
-ENCODER_KINDS = ("pretrain-mlm", "transformer")
+ENCODER_KINDS = ("pretrain-mlm", "transformer", "causal-lm")  # Lu et al. froze GPT-2, a decoder
 WEIGHTS_WHAT = ("'pretrained' (the role's weights; the default) or 'random' (the same architecture with random "
                 "weights: the tier's random-weights twins)")
 

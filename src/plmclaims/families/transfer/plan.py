@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ...claims import Claim, Measurement
 from ...data import synthetic
-from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick, skipped_tasks
+from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
+                     skipped_tasks, wants_twins)
 from ...tiers import instances, random_twins
 from . import ENCODER_KINDS
 
@@ -30,7 +31,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     spec = tier["assets"][asset]
     if spec["kind"] not in ENCODER_KINDS:
         return pm.not_run(f"role '{m.role}' maps to asset '{asset}' of kind {spec['kind']}; the frozen-transformer "
-                          f"transfer wraps an encoder ({', '.join(ENCODER_KINDS)})")
+                          f"transfer wraps a transformer ({', '.join(ENCODER_KINDS)})")
     section = tier.get(SECTION)
     if section is None:
         return pm.not_run(f"tier {tier['name']} has no '{SECTION}' section (budget, task sizes, seeds)")
@@ -53,7 +54,7 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         return [transfer_run(tier, i.name, t, s, params) for t in tasks for i in insts for s in section["seeds"]]
 
     pm.runs = runs(insts)
-    if not random and "random-weights" in claim.controls and m.role == "raw-encoder":
+    if not random and wants_twins(claim, m):
         pm.controls = runs(random_twins(tier, asset))
     return pm
 

@@ -23,10 +23,12 @@ def test_claims_share_encodes_and_seeds_expand(repo):
     assert [r.instance for r in glove.measurements["bert_avg"].runs] == ["micro-bert.s1", "micro-bert.s2"]
     assert [r.instance for r in glove.measurements["bert_avg"].controls] == ["micro-bert.random-s1", "micro-bert.random-s2"]
     encodes = {u for p in (glove, whiten) for r in p.score_runs() for u in r.upstream if u.kind == "encode"}
+    # both claims are measured on the pre-trained LM too (their models: section), with its one twin
     assert {(u.evaluator, u.instance, u.form) for u in encodes} == {("senteval", i, "tokenised") for i in
-                       ("micro-bert.s1", "micro-bert.s2", "micro-bert.random-s1", "micro-bert.random-s2", "glove-6b-50d")}
+                       ("micro-bert.s1", "micro-bert.s2", "micro-bert.random-s1", "micro-bert.random-s2", "glove-6b-50d",
+                        "gemma-3-270m", "gemma-3-270m.random-s1")}
     # every pooling of one instance reads the same encode run (one forward pass)
-    assert len(encodes) == 5
+    assert len(encodes) == 7
     # the lexical controls are one run shared by both claims
     assert glove.lexical["tfidf"] == whiten.lexical["tfidf"]
 

@@ -25,8 +25,14 @@ from plmclaims.verdicts import decide_claim
 P12 = "compression/seed-variance"
 
 
-def _claim(repo, cid=P12):
-    return load_claim(repo / "replications" / f"{cid}.yaml", repo / "replications")
+def _claim(repo, cid=P12, models: bool = False):
+    """The shipped claim; without `models` on its own model only (the micro-BERT's grid these tests write)."""
+    claim = load_claim(repo / "replications" / f"{cid}.yaml", repo / "replications")
+    if models:
+        return claim
+    from dataclasses import replace
+
+    return replace(claim, data={k: v for k, v in claim.data.items() if k != "models"})
 
 
 def _variant(repo, tmp_path, **params):
@@ -200,7 +206,7 @@ def _write_grid(cplan, root: Path, accuracy, failed=frozenset(), n: int = 400):
     gold = {t: rng.integers(0, 2, n) for t in ("MRPC", "SST-2")}
     order = rng.permutation(n)
     pm = cplan.measurements["grid"]
-    for x, runs in pm.points.items():
+    for x, runs in [(x, rs) for p in cplan.every_model() for x, rs in p.measurements["grid"].points.items()]:
         for run in runs:
             g = gold[run.task]
             if (x, run.task) in failed:
@@ -301,3 +307,23 @@ def test_a_curve_with_too_few_usable_points_says_so(repo, tmp_path):
     sst = next(c for c in decide_claim(cplan, one, str(tmp_path / "one"))["checks"] if c["details"][0]["on"] == "SST-2")
     assert sst["outcome"] == "inconclusive"
     assert sst["details"][0]["reason"] == "1 usable point(s) on the curve, a shape needs 2 or more"
+
+
+def test_the_claim_on_a_causal_lm_is_a_seed_curve_of_its_full_finetuning(repo, tmp_path):
+    """P12 on the real pre-trained LM (models: causal-lm): one point per seed of the LM budget, each the lm-tasks
+    family's full fine-tuning on the tasks the tier fine-tunes the LM on (SST-2 at micro), the very runs the PEFT
+    family's LM variant plans; seeds 3 points apart spread by more than 1 point, and the LM is the headline model."""
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    cplan = P.plan_claim(_claim(repo, models=True), tier)
+    lm = cplan.models["causal-lm"].measurements["grid"]
+    assert list(lm.points) == [0, 1, 2] and all(len(rs) == 1 and rs[0].task == "SST-2" for rs in lm.points.values())
+    assert {r.kind for r in lm.runs} == {"lm"} and [r.seed for r in lm.runs] == tier["lm"]["seeds"]
+    peft = P.plan_claim(load_claim(repo / "replications" / "peft/prefix-tuning-matches-finetuning.yaml",
+                                   repo / "replications"), tier)
+    assert {r.key for r in lm.runs} <= {r.key for r in peft.score_runs()}  # no new run: the PEFT claim's own
+    _write_grid(cplan, tmp_path, lambda x, t: 0.70 + 0.03 * x)
+    v = decide_claim(cplan, tier, str(tmp_path))
+    assert v["headline_model"] == "causal-lm" and "SmolLM2" in v["headline_note"]
+    sst = next(c for c in v["checks"] if c["details"][0]["on"] == "SST-2")
+    assert sst["outcome"] == "holds", sst
+    assert {c["details"][0]["on"] for c in v["checks"] if c["outcome"] == "not-run"} >= {"MRPC"}

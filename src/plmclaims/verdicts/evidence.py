@@ -36,7 +36,10 @@ class Evidence:
         self.how = proto.get("aggregation", "all")
         self.scale = float(proto.get("scale", 100))
         # tasks the tier does not run (nothing beats chance at its budget) are uninformative, never measured
-        self.skipped = skipped_tasks(cplan.claim, tier)
+        # a claim on a model another family trains (a causal LM's fine-tuning under a GLUE claim) skips that
+        # family's tasks: the role its measurements share says which
+        roles = {m.role for m in cplan.claim.measurements.values()}
+        self.skipped = skipped_tasks(cplan.claim, tier, roles.pop() if len(roles) == 1 else None)
         self.all_benchmarks = list(proto["benchmarks"])
         self.benchmarks = [b for b in proto["benchmarks"] if b not in self.skipped]
         # GLUE-style protocols name a metric per task (CoLA Matthews, STS-B Pearson, ...); STS uses one for all

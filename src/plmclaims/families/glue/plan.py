@@ -85,7 +85,7 @@ def lm_cka_skipped(claim: Claim, tier: dict) -> dict[str, str]:
         if t not in TEMPLATES:
             out.setdefault(t, "no lm prompt template for this task (lm.tasks.TEMPLATES)")
         elif "cka_tasks" in section and t not in section["cka_tasks"]:
-            out.setdefault(t, f"the tier's LM CKA reads the full fine-tunings of {', '.join(section['cka_tasks'])} "
+            out.setdefault(t, f"the tier reads the causal LM's full fine-tunings of {', '.join(section['cka_tasks'])} "
                               "only (lm.cka_tasks)")
     return {t: why for t, why in out.items() if t in claim.protocol["benchmarks"]}
 
@@ -166,9 +166,36 @@ def grid_points(tier: dict, m: Measurement) -> list[tuple[int, int]] | None:
     return None if grid is None else [(h, o) for h in grid["head"] for o in grid["order"]]
 
 
+def _plan_lm_seeds(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
+    """A seed curve of a causal LM's full fine-tuning (Dodge et al.'s spread, P12): one point per seed of the lm
+    budget (lm.seeds), each the lm-tasks family's run of that seed on every task the tier fine-tunes the LM on. The
+    LM reads its labels through its own output layer, so no head seed exists apart from the training seed (data
+    order, dropout): the curve has one factor where the encoder's grid has two."""
+    from ...tiers import instances
+    from ..lm_tasks.plan import lm_run
+
+    section = tier.get("lm")
+    if section is None:
+        return pm.not_run(f"tier {tier['name']} has no 'lm' budget (the causal LM's full fine-tuning)")
+    if m.method != "full-finetuning":
+        return pm.not_run(f"a causal LM's seed curve is of its full fine-tuning, not {m.method}")
+    skipped = lm_cka_skipped(claim, tier)
+    tasks = [t for t in claim.protocol["benchmarks"] if t not in skipped]
+    if not tasks:
+        return pm.not_run("the causal LM is fine-tuned on none of the claim's tasks: "
+                          + "; ".join(f"{t}: {w}" for t, w in skipped.items()))
+    params = {**section.get("methods", {}).get("full-finetuning", {}),
+              **{k: v for k, v in m.params.items() if k != "seeds"}}
+    instance = instances(tier, role["asset"])[0].name
+    return pm.set_curve({x: [lm_run(tier, instance, "full-finetuning", t, int(s), params) for t in tasks]
+                         for x, s in enumerate(section["seeds"])})
+
+
 def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     if m.method == CKA:
         return plan_cka(claim, m, tier, pm, role)
+    if "seeds" in m.params and tier["assets"][role["asset"]]["kind"] == "causal-lm":
+        return _plan_lm_seeds(claim, m, tier, pm, role)
     run_of = lambda instance, task, seed, params: finetune_run(tier, instance, m.method, task, seed, params)  # noqa: E731
     pm = plan_task_runs(claim, m, tier, pm, role, run_of, ENCODER_KINDS)
     if "seeds" not in m.params or pm.status != "ok":

@@ -3,6 +3,7 @@ measurement with `seeds` sweeps the tier's grid of (head seed, order seed) pairs
 axis, one point per pair)."""
 from __future__ import annotations
 
+from ... import recipes
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...errors import UserError
@@ -14,13 +15,25 @@ from . import CKA
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
 
 
+def finetune_budget(tier: dict, instance: str, method: str, task: str) -> dict:
+    """The budget one fine-tuning run trains under, as its view holds it: the tier's budget with the method's recipe
+    for this model and task over it (plmclaims.recipes), capped by a test tier's limit."""
+    asset = instance.partition(".")[0]
+    return {"finetune": {"budget": recipes.budget(tier, "finetune", method, asset, task)}} if "finetune" in tier else {}
+
+
+def recipe_params(tier: dict, instance: str, method: str, task: str, claim_params: dict) -> dict:
+    """The method's parameters for this model and task: its recipe's, the claim's over them."""
+    return {**recipes.params(tier, "finetune", method, instance.partition(".")[0], task), **claim_params}
+
+
 def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, params: dict) -> Run:
     """One trained model scored on one task's dev split: metrics.json holds the scores, parameter counts and peak
     memory; predictions.npz the dev predictions in the score-run layout."""
     model = model_run(tier, instance)
     # the task's own GLUE source (the hub for a task in data.glue.hub_tasks), so a local task's key ignores hub_tasks
     data = {"data": {"glue": verify.glue_source(tier, task)}} if "glue" in tier.get("data", {}) else {}
-    view = merge(data, pick(tier, "finetune.budget"), asset_view(tier, instance))
+    view = merge(data, finetune_budget(tier, instance, method, task), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
     return make_run("finetune", fields, view, (model,) if model else (), params)
 
@@ -55,7 +68,8 @@ def cka_run(tier: dict, instance: str, task: str, seed: int, params: dict) -> Ru
     """Linear CKA of every layer between the pre-trained instance and its fully fine-tuned twin (the `finetuned` run
     of the same spec as the `finetune` run a full-finetuning claim plans), on the task's scored dev examples:
     metrics.json holds each layer's CKA, cka.npz the per-example jackknife pseudo-values."""
-    tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, params)
+    recipe = recipe_params(tier, instance, "full-finetuning", task, params)
+    tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, recipe)
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": CKA, "task": task, "seed": int(seed)}
     return make_run("cka", fields, tuned.spec["tier"], (tuned,) + ((model,) if model else ()))
@@ -70,18 +84,17 @@ def cka_layer_run(tier: dict, instance: str, task: str, seed: int, layer: int, p
 
 def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     """One cka-layer run per task and seed at the measurement's layer, or a curve over every layer (`layer: all`).
-    The fine-tuning is full fine-tuning with the tier's defaults for it, overridden by the claim's `lr`."""
+    The fine-tuning is full fine-tuning with the tier's recipe for it, overridden by the claim's `lr`."""
     n = depth(tier, role["asset"])
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{role['asset']}' has "
                           f"(probing.layers.{role['asset']})")
-    params = {**tier.get("finetune", {}).get("methods", {}).get("full-finetuning", {}),
-              **{k: v for k, v in m.params.items() if k != "layer"}}
+    params = {k: v for k, v in m.params.items() if k != "layer"}  # the claim's: cka_run lays them on the recipe
 
     def at(layer: int) -> PlannedMeasurement:
         one = PlannedMeasurement(pm.name, m)
         run_of = lambda instance, task, seed, _: cka_layer_run(tier, instance, task, seed, layer, params)  # noqa: E731
-        return plan_task_runs(claim, m, tier, one, role, run_of, ENCODER_KINDS)
+        return plan_task_runs(claim, m, tier, one, role, run_of, ENCODER_KINDS, recipe="full-finetuning")
 
     if m.params["layer"] != "all":
         planned = at(resolve_layer(m.params["layer"], n))
@@ -121,8 +134,10 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         return pm.not_run(f"tier {tier['name']} has no seed grid (finetune.seed_grid) for 'seeds: all'")
     instance = pm.runs[0].instance
     tasks = list(dict.fromkeys(r.task for r in pm.runs))
-    params = {k: v for k, v in method_params(tier, "finetune", m).items() if k != "seeds"}
-    return pm.set_curve({x: [grid_run(tier, instance, m.method, t, h, o, params) for t in tasks] for x, (h, o) in enumerate(points)})
+    asset = instance.partition(".")[0]
+    params = {t: {k: v for k, v in method_params(tier, "finetune", m, asset, t).items() if k != "seeds"} for t in tasks}
+    return pm.set_curve({x: [grid_run(tier, instance, m.method, t, h, o, params[t]) for t in tasks]
+                         for x, (h, o) in enumerate(points)})
 
 
 def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:

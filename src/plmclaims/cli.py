@@ -1,5 +1,5 @@
 """Command-line interface: one thin subcommand per Snakemake rule (each family adds its own, families/<f>/commands.py),
-plus `validate`, `prefetch`, `report` and `readme`.
+plus `validate`, `prefetch`, `plan`, `recipes`, `report` and `readme`.
 
 Every subcommand turns a UserError into one line on stderr and exit status 2, so a malformed claim
 stops the workflow with a message that names the file and field, not a traceback.
@@ -133,6 +133,17 @@ def cmd_plan(args) -> None:
     print(costs.render(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier, path, table))
 
 
+def cmd_recipes(args) -> None:
+    from . import recipes_doc
+
+    out = Path(args.out)
+    problems = recipes_doc.write(_tier(args), out)
+    if problems:
+        raise UserError(f"{out} written, but its sources do not cover the tier ({len(problems)}): "
+                        + "; ".join(problems))
+    print(f"{out}: every recipe of tier {args.tier} beside its sources")
+
+
 def cmd_report(args) -> None:
     from . import report
 
@@ -214,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--claims-dir", default="replications")
     sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
     sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
+    sp = add("recipes", cmd_recipes, "write docs/recipes.md: every training and evaluation recipe of the tier beside "
+             "its sources' settings (workflows/recipes/<tier>.yaml)")
+    sp.add_argument("--tier", default="paper")
+    sp.add_argument("--out", default="docs/recipes.md")
     sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)

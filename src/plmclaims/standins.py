@@ -162,14 +162,15 @@ def build_pair_dataset(repo_id: str, folder: Path, lines: list[str], seed: int =
     configs, info, rows = [], [], {}
     for config, (columns, names, splits) in PAIR_DATASETS[repo_id].items():
         features = {c: datasets.Value("string") for c in columns}
-        if names:
-            features |= {"label": datasets.ClassLabel(names=list(names)), "idx": datasets.Value("int32")}
+        if names:  # GLUE numbers its rows (idx); all-nli's pair-class carries the label alone
+            features |= {"label": datasets.ClassLabel(names=list(names))}
+            features |= {"idx": datasets.Value("int32")} if repo_id == "nyu-mll/glue" else {}
         features = datasets.Features(features)
         for split, n in splits.items():
             data = {c: [pool[i] for i in rng.integers(0, len(pool), n)] for c in columns}
             if names:
                 data["label"] = [-1] * n if split.startswith("test") else rng.integers(0, len(names), n).tolist()
-                data["idx"] = list(range(n))
+                data |= {"idx": list(range(n))} if "idx" in features else {}
             (folder / config).mkdir(parents=True, exist_ok=True)
             datasets.Dataset.from_dict(data, features=features).to_parquet(str(folder / config / f"{split}-00000-of-00001.parquet"))
             rows[f"{config}/{split}"] = n

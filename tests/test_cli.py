@@ -12,7 +12,7 @@ import pytest
 
 from plmclaims import __version__, cli
 
-USER_COMMANDS = ["validate", "plan", "list", "prefetch", "rehearse", "publish", "readme"]
+USER_COMMANDS = ["validate", "plan", "recipes", "list", "prefetch", "rehearse", "publish", "readme"]
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

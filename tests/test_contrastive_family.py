@@ -270,7 +270,7 @@ def test_prefetch_lists_the_generator_at_paper_only(repo, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("name, why", [("nosuch-model", "not a transformer asset"), ("lexical", "not a transformer asset"),
-                                       ("t5-small", "a t5 model, which has no masked-LM head"),
+                                       ("t5-small-lm-adapt", "a t5 model, which has no masked-LM head"),
                                        ("gpt2-medium", "not a transformer asset")])
 def test_a_generator_that_is_not_a_masked_lm_asset_is_refused_in_one_line(repo, name, why):
     tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": name})
@@ -281,7 +281,7 @@ def test_a_generator_that_is_not_a_masked_lm_asset_is_refused_in_one_line(repo, 
     assert f"got {name!r}, {why}" in msg and GENERATOR in msg and "leave it out" in msg
     allowed = msg.split("allowed values: ")[1]  # masked LMs of the BERT encoder's family only
     assert "bert-base-uncased" in allowed and GENERATOR in allowed
-    assert not {"t5-small", "roberta-base", "gpt2-medium"} & set(allowed.split(", "))
+    assert not {"t5-small-lm-adapt", "roberta-base", "gpt2-medium"} & set(allowed.split(", "))
 
 
 def test_a_generator_of_another_family_than_the_encoder_is_refused_at_plan_time(repo):
@@ -297,7 +297,9 @@ def test_a_generator_of_another_family_than_the_encoder_is_refused_at_plan_time(
 def test_a_generator_of_the_encoders_family_with_another_vocabulary_is_refused_at_plan_time(repo):
     """bert-large-cased is a BERT masked LM, but its 28996 cased word pieces are not bert-base-uncased's 30522 ids:
     refused when the tier is planned (the published tokenizers are known offline), and not offered as allowed."""
-    tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": "bert-large-cased"})
+    cased = {"kind": "transformer", "source": "hub", "id": "google-bert/bert-large-cased", "max_length": 512}
+    tier = with_overrides(load_tier("paper"), {"contrastive.methods.diffcse.generator": "bert-large-cased",
+                                               "assets.bert-large-cased": cased})
     with pytest.raises(UserError) as err:
         P.plan_claim(_claim(repo, DIFFCSE), tier)
     msg = str(err.value)

@@ -64,7 +64,7 @@ def test_steps_follow_the_budget(paper):
     tier, plans = paper
     run = next(r for p in plans for r in p.score_runs() if r.kind == "finetune" and r.task == "RTE")
     c = costs.run_cost(run, TABLE)
-    budget = tier["finetune"]["budget"]
+    budget = run.spec["tier"]["finetune"]["budget"]  # the run's own: its method's recipe over the tier's budget
     assert c.steps == budget["epochs"] * -(-costs.GLUE_TRAIN["RTE"] // budget["batch_size"])
     assert c.examples == budget["epochs"] * costs.GLUE_TRAIN["RTE"]
 
@@ -283,9 +283,12 @@ def test_each_contrastive_objective_pays_for_its_own_passes(paper):
 
     assert set(costs.CONTRASTIVE_STEP) == set(OBJECTIVES)
     tier, plans = paper
+    from plmclaims.families.contrastive.plan import estimated_steps
+
     simcse = _contrastive(plans, "simcse")
     base = costs.run_cost(simcse, TABLE)
-    b = tier["contrastive"]["budget"]
+    section = simcse.spec["tier"]["contrastive"]  # SimCSE's recipe (its epochs over wiki1m, as steps)
+    b = {**section["budget"], "steps": estimated_steps(section["budget"], section["corpus"])}
     n = b["steps"] * b["batch_size"]
     per_seq = min(b["max_length"], 2 * costs.STS_TOKENS)
     eval_s = ((b["steps"] // b["eval_every"] + 2) * 2 * 1500 + 2 * costs.STS_PAIRS) * costs.STS_TOKENS / 1000.0
@@ -309,10 +312,11 @@ def test_each_contrastive_objective_pays_for_its_own_passes(paper):
     templates = 2 * b["steps"] * min(b["batch_size"], b["max_length"]) * costs.PROMPT_TOKENS
     assert prompt.seconds == pytest.approx(eval_s + (2 * n * (per_seq + costs.PROMPT_TOKENS) + templates) / 250.0)
     rank = as_method("rankencoder")
-    corpus = min(100_000, tier["contrastive"]["corpus"].get("max_sentences") or 100_000)
+    corpus = min(100_000, section["corpus"].get("max_sentences") or 100_000)
     assert rank.seconds == pytest.approx(base.seconds + (n * per_seq + 2 * corpus * costs.STS_TOKENS) / 1000.0)
     assert as_method("rankencoder", corpus_size=10).seconds < rank.seconds
-    diffcse = _contrastive(plans, "diffcse")
+    diffcse = copy.deepcopy(_contrastive(plans, "diffcse"))
+    diffcse.spec["tier"]["contrastive"] = copy.deepcopy(section)  # SimCSE's budget, so the two compare step for step
     gen = costs.architecture(tier["assets"][diffcse.params["generator"]], TABLE)
     assert gen is not None and gen.params < 100e6  # distilbert, scaled from the bert row by its own size
     d = costs.run_cost(diffcse, TABLE)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from plmclaims import hub, standins
+from plmclaims import hub, recipes, standins
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
 from plmclaims.data import glue
@@ -84,8 +84,10 @@ def test_rehearsal_tier_is_the_paper_dag_with_cut_budgets():
     paper, rehearsal = load_tier("paper"), load_tier("rehearsal")
     assert rehearsal["rehearsal"]["shapes"] == "real" and "rehearsal" not in paper
     assert rehearsal["assets"] == paper["assets"] and rehearsal["roles"] == paper["roles"]  # inherited, not copied
-    assert rehearsal["finetune"]["seeds"] == paper["finetune"]["seeds"]  # a mapping merges: only the budget changed
-    assert rehearsal["finetune"]["budget"]["epochs"] == 1 < paper["finetune"]["budget"]["epochs"]
+    assert rehearsal["finetune"]["seeds"] == paper["finetune"]["seeds"]  # a mapping merges: only the limits differ
+    assert rehearsal["finetune"]["methods"] == paper["finetune"]["methods"]  # the paper's recipes, capped by limit
+    capped, full = (recipes.budget(t, "finetune", "lora", "roberta-base", "RTE") for t in (rehearsal, paper))
+    assert capped["epochs"] == 1 < full["epochs"] and capped["weight_decay"] == full["weight_decay"]
     claims = load_claims(REPO / "replications")
 
     def shape(tier):  # every run's kind, asset and fields other than budgets: the DAG without its keys
@@ -174,7 +176,7 @@ def test_hub_dataset_stand_ins_load_through_the_real_prefetch_and_loaders(tmp_pa
     assert mnli.column_names == ["premise", "hypothesis", "label", "idx"]
     corpus = datasets.load_dataset(hub.resolve(nli["id"], "dataset", revision=nli["revision"]), nli["subset"],
                                    split=nli["split"])
-    assert corpus.column_names == nli["columns"] and len(corpus) > 0
+    assert set(nli["columns"]) <= set(corpus.column_names) and len(corpus) > 0  # pair-class also has its label
 
 
 def test_a_stand_in_hub_folder_and_a_real_one_are_never_mixed(tmp_path, monkeypatch):

@@ -28,11 +28,11 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
                 if corpus and corpus["use"] == "hub":
                     a = HubAsset(corpus["id"], "dataset", corpus.get("revision"), f"fit corpus {up.corpus}")
                     found.setdefault(a.key, a)
-            training = tier.get("contrastive", {}).get("corpus") or {}
-            if run.kind == "contrastive" and not run.params.get("released") and not run.params.get("transductive") \
-                    and "wiki1m" in training.get("sources", ()):  # a training run reads the tier corpus: wiki1m's file
-                repo, rev = sentences.wiki1m_asset(training)
-                a = HubAsset(repo, "dataset", rev, "contrastive corpus wiki1m")
+            # a training run reads its corpus (its recipe's own, or the tier's: the run's view holds the one it reads)
+            training = run.spec["tier"].get("contrastive", {}).get("corpus") or {}
+            source = sentences.hub_asset(training) if run.kind == "contrastive" else None
+            if source and not run.params.get("released") and not run.params.get("transductive"):
+                a = HubAsset(source[1], "dataset", source[2], f"contrastive corpus {source[0]}")
                 found.setdefault(a.key, a)
             if not hasattr(run, "evaluator"):  # a fine-tuning / lm run: GLUE from the hub when the tier says so
                 task = getattr(run, "task", None)  # a GLUE task, or a probe's / generated task's name

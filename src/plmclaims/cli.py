@@ -1,7 +1,8 @@
 """plmclaims: replicate published claims about pre-trained language models, and report what reproduced.
 
-The user's commands check claims (validate), cost and list them (plan, list), prepare offline runs (prefetch,
-rehearse) and publish a finished run's report (publish, readme); the workflow (snakemake) runs the rest. The
+The user's commands check claims (validate), cost and list them (plan, list), write the paper tier's recipe audit
+(recipes), prepare offline runs (prefetch, rehearse) and publish a finished run's report (publish, readme); the
+workflow (snakemake) runs the rest. The
 workflow's rules call `plmclaims rule <name>`, one command per rule body (families/<f>/commands.py add their own).
 
 Every command turns a UserError into one line on stderr and exit status 2, so a malformed claim stops the workflow
@@ -150,6 +151,17 @@ def cmd_plan(args) -> None:
     print(costs.render(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier, path, table))
 
 
+def cmd_recipes(args) -> None:
+    from . import recipes_doc
+
+    out = Path(args.out)
+    problems = recipes_doc.write(_tier(args), out)
+    if problems:
+        raise UserError(f"{out} written, but its sources do not cover the tier ({len(problems)}): "
+                        + "; ".join(problems))
+    print(f"{out}: every recipe of tier {args.tier} beside its sources")
+
+
 def cmd_report(args) -> None:
     from . import report
 
@@ -253,6 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     selection(sp)
     sp.add_argument("--throughput", default=None,
                     help="a table from benchmarks/throughput.py (default: the committed one)")
+    sp = add("recipes", cmd_recipes, "write docs/recipes.md: every training and evaluation recipe of the tier beside "
+             "its sources' settings (workflows/recipes/<tier>.yaml)")
+    tier_arg(sp, "paper")
+    sp.add_argument("--out", default="docs/recipes.md")
     sp = add("list", cmd_list, "list the claims with their published verdicts (docs/results/<tier>/claims.json)")
     tier_arg(sp, "micro")
     selection(sp)

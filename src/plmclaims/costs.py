@@ -206,7 +206,11 @@ def run_cost(run: Run, table: dict) -> RunCost:
         epochs, batch = int(budget.get("epochs", 1)), int(budget.get("batch_size", 16))
         seq = min(int(budget.get("max_length", 128)), TOKENS.get(task, 64) * 4)  # the longest batch, not every one
         dev = min(GLUE_DEV.get(task, 0), section.get("eval_limit") or math.inf)
-        if run.method != "zero-shot":
+        if run.method != "zero-shot" and budget.get("steps"):  # a recipe that counts steps (prompt tuning's)
+            cost.steps = int(budget["steps"])
+            cost.examples = cost.steps * batch
+            train_tokens = cost.examples * TOKENS.get(task, 64)
+        elif run.method != "zero-shot":
             cost.steps, cost.examples = epochs * math.ceil(n / batch), epochs * int(n)
             train_tokens = cost.examples * TOKENS.get(task, 64)
         infer_tokens = dev * TOKENS.get(task, 64) * (2 if run.kind == "lm" else 1)  # lm-eval scores both answers
@@ -247,6 +251,9 @@ def run_cost(run: Run, table: dict) -> RunCost:
         # STS test sets once, without gradients
         c = tier["contrastive"]
         b = {**c["budget"], **({"steps": 0} if run.params.get("released") else {})}
+        from .families.contrastive.plan import estimated_steps  # a recipe in epochs: its steps estimated
+
+        b["steps"] = estimated_steps(b, c.get("corpus"), bool(run.params.get("transductive")))
         cost.steps, batch, seq = int(b["steps"]), int(b["batch_size"]), int(b["max_length"])
         cost.examples = cost.steps * batch
         step, settings = contrastive_step(run.method, run.params)

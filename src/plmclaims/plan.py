@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from . import families
+from . import families, recipes
 from .claims import Claim, Measurement
 from .errors import UserError
 from .families.family import Layout
@@ -337,9 +337,11 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict) -> PlannedMeasure
     return pm
 
 
-def method_params(tier: dict, section: str, m: Measurement) -> dict:
-    """The tier's defaults for the method (learning rate for its budget, sizes), overridden by the claim's params."""
-    return {**tier.get(section, {}).get("methods", {}).get(m.method, {}), **m.params}
+def method_params(tier: dict, section: str, m: Measurement, asset: str | None = None, task: str | None = None,
+                  recipe: str | None = None) -> dict:
+    """The method's parameters from the tier's recipe for it (plmclaims.recipes: its entry, or the entry of the method
+    `recipe` names, narrowed to the asset and task), overridden by the claim's params."""
+    return {**recipes.params(tier, section, recipe or m.method, asset, task), **m.params}
 
 
 def skipped_tasks(claim: Claim, tier: dict, role: str | None = None) -> dict[str, str]:
@@ -363,9 +365,11 @@ def skipped_tasks(claim: Claim, tier: dict, role: str | None = None) -> dict[str
 
 
 def plan_task_runs(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict, run_of,
-                   asset_kinds: set[str]) -> PlannedMeasurement:
+                   asset_kinds: set[str], recipe: str | None = None) -> PlannedMeasurement:
     """A measurement of a trained family: one run per task and seed (`run_of(instance, task, seed, params)`), from
-    the first instance of the role's asset. A method that trains nothing (zero-shot) runs once per task."""
+    the first instance of the role's asset, with the parameters of the method's recipe (or of the method `recipe`
+    names: a measurement of what another method trained). A method that trains nothing (zero-shot) runs once per
+    task."""
     section_name = families.family(claim.protocol["family"]).tier_section
     section = tier.get(section_name)
     if section is None:
@@ -387,9 +391,9 @@ def plan_task_runs(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
             f"{t}: {why}" for t, why in skipped.items()))
     if m.method == "zero-shot":
         pm.runs = [run_of(instance, task, 0, {}) for task in tasks]
-    else:
-        params = method_params(tier, section_name, m)
-        pm.runs = [run_of(instance, task, seed, params) for task in tasks for seed in section["seeds"]]
+    else:  # a recipe may differ by model and task (LoRA's per-task learning rates and epochs)
+        pm.runs = [run_of(instance, task, seed, method_params(tier, section_name, m, asset, task, recipe))
+                   for task in tasks for seed in section["seeds"]]
     return pm
 
 

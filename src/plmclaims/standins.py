@@ -4,112 +4,17 @@ text of the data root; each hub dataset rebuilt from the local release files.
 
 `plmclaims rehearse` serves these folders through a local stand-in of the hub's HTTP API (plmclaims.fakehub) to the
 real prefetch code, so the workflow's jobs load them through hub.resolve exactly as they would load the real assets.
-The configurations below are the published config.json values of each repository, written out here because nothing
-can be downloaded; a hub model without an entry cannot be rehearsed and is named in one line.
+The configurations are each repository's published config.json values (plmclaims.published); a hub model without an
+entry there cannot be rehearsed and is named in one line.
 """
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
-
-BERT = {"model_type": "bert", "type_vocab_size": 2, "max_position_embeddings": 512, "hidden_act": "gelu",
-        "layer_norm_eps": 1e-12, "pad_token_id": 0}
-T5 = {"model_type": "t5", "d_kv": 64, "relative_attention_num_buckets": 32, "feed_forward_proj": "relu",
-      "n_positions": 512, "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0, "vocab_size": 32128}
-
-BERT_BASE_UNCASED = {**BERT, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
-                     "vocab_size": 30522}
-ROBERTA_BASE = {"model_type": "roberta", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
-                "intermediate_size": 3072, "vocab_size": 50265, "max_position_embeddings": 514, "type_vocab_size": 1,
-                "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}
-
-
-@dataclass(frozen=True)
-class Published:
-    """One hub model's published architecture: its config.json values, the class its weights were saved from (so every
-    AutoModel* loads the same key prefixes as from the real file), and its tokenizer's kind and vocabulary."""
-
-    architecture: str
-    config: dict
-    tokenizer: str  # wordpiece | wordpiece-cased | roberta-bpe | gpt2-bpe | t5-unigram
-    vocab: int  # the tokenizer's own size (T5's embedding has 28 rows more than its tokenizer)
-    sentence_transformers: dict = field(default_factory=dict)  # {max_seq_length, pooling, normalize} for ST repos
-
-
-PUBLISHED = {
-    "google-bert/bert-base-uncased": Published("BertForMaskedLM", {**BERT, "hidden_size": 768, "num_hidden_layers": 12,
-                                               "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522}, "wordpiece", 30522),
-    "princeton-nlp/unsup-simcse-bert-base-uncased": Published("BertModel", {**BERT, "hidden_size": 768, "num_hidden_layers": 12,
-                                                              "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522}, "wordpiece", 30522),
-    "sentence-transformers/all-MiniLM-L6-v2": Published("BertModel", {**BERT, "hidden_size": 384, "num_hidden_layers": 6,
-                                                        "num_attention_heads": 12, "intermediate_size": 1536, "vocab_size": 30522},
-                                                        "wordpiece", 30522, {"max_seq_length": 256, "normalize": True}),
-    "google-bert/bert-large-cased": Published("BertForMaskedLM", {**BERT, "hidden_size": 1024, "num_hidden_layers": 24,
-                                              "num_attention_heads": 16, "intermediate_size": 4096, "vocab_size": 28996}, "wordpiece-cased", 28996),
-    "FacebookAI/roberta-base": Published("RobertaForMaskedLM", {"model_type": "roberta", "hidden_size": 768, "num_hidden_layers": 12,
-                                         "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 50265,
-                                         "max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
-                                         "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}, "roberta-bpe", 50265),
-    "google-t5/t5-small": Published("T5ForConditionalGeneration", {**T5, "d_model": 512, "d_ff": 2048, "num_heads": 8,
-                                    "num_layers": 6, "num_decoder_layers": 6}, "t5-unigram", 32100),
-    "google-t5/t5-base": Published("T5ForConditionalGeneration", {**T5, "d_model": 768, "d_ff": 3072, "num_heads": 12,
-                                   "num_layers": 12, "num_decoder_layers": 12}, "t5-unigram", 32100),
-    "google-t5/t5-large": Published("T5ForConditionalGeneration", {**T5, "d_model": 1024, "d_ff": 4096, "num_heads": 16,
-                                    "num_layers": 24, "num_decoder_layers": 24}, "t5-unigram", 32100),
-    "openai-community/gpt2-medium": Published("GPT2LMHeadModel", {"model_type": "gpt2", "n_embd": 1024, "n_layer": 24, "n_head": 16,
-                                              "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
-                                              "bos_token_id": 50256, "eos_token_id": 50256}, "gpt2-bpe", 50257),
-    # the contrastive family's released checkpoints: their base model's published configuration (the class their
-    # weights were saved from is not checked offline: AutoModel loads either prefix)
-    "princeton-nlp/unsup-simcse-roberta-base": Published("RobertaModel", ROBERTA_BASE, "roberta-bpe", 50265),
-    "johngiorgi/declutr-base": Published("RobertaModel", ROBERTA_BASE, "roberta-bpe", 50265),
-    "voidism/diffcse-bert-base-uncased-sts": Published("BertModel", BERT_BASE_UNCASED, "wordpiece", 30522),
-    "royokong/unsup-PromptBERT": Published("BertModel", BERT_BASE_UNCASED, "wordpiece", 30522),
-    # not named by paper.yaml today; written out so that a family taking one of these common encoders rehearses at once
-    "google-bert/bert-base-cased": Published("BertForMaskedLM", {**BERT, "hidden_size": 768, "num_hidden_layers": 12,
-                                             "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 28996}, "wordpiece-cased", 28996),
-    "google-bert/bert-large-uncased": Published("BertForMaskedLM", {**BERT, "hidden_size": 1024, "num_hidden_layers": 24,
-                                                "num_attention_heads": 16, "intermediate_size": 4096, "vocab_size": 30522}, "wordpiece", 30522),
-    "distilbert/distilbert-base-uncased": Published("DistilBertForMaskedLM", {"model_type": "distilbert", "dim": 768, "n_layers": 6,
-                                                    "n_heads": 12, "hidden_dim": 3072, "vocab_size": 30522,
-                                                    "max_position_embeddings": 512, "activation": "gelu", "pad_token_id": 0},
-                                                    "wordpiece", 30522),
-    "FacebookAI/roberta-large": Published("RobertaForMaskedLM", {"model_type": "roberta", "hidden_size": 1024, "num_hidden_layers": 24,
-                                          "num_attention_heads": 16, "intermediate_size": 4096, "vocab_size": 50265,
-                                          "max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
-                                          "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}, "roberta-bpe", 50265),
-    "openai-community/gpt2": Published("GPT2LMHeadModel", {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
-                                       "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
-                                       "bos_token_id": 50256, "eos_token_id": 50256}, "gpt2-bpe", 50257),
-}
-# static vectors (sentence-transformers WordEmbeddings): the published dimension; the vocabulary is the offline text's
-# words (2.2M in the release: a stand-in cannot have them, and no rule's code path depends on its size)
-STATIC = {"sentence-transformers/average_word_embeddings_glove.840B.300d": 300}
-
-WIDTH_KEYS = {"bert": ("hidden_size", "num_attention_heads", "intermediate_size"),
-              "roberta": ("hidden_size", "num_attention_heads", "intermediate_size"),
-              "gpt2": ("n_embd", "n_head", None), "t5": ("d_model", "num_heads", "d_ff"),
-              "distilbert": ("dim", "n_heads", "hidden_dim")}
-
-
-def shaped(pub: Published, shapes: str, head_size: int) -> dict:
-    """The config to build: the published one, or with shapes 'cut' the same depth, heads, vocabulary, positions and
-    model type at `head_size` per head (hidden = heads x head_size; the feed-forward keeps its published ratio)."""
-    config = dict(pub.config)
-    if shapes == "real":
-        return config
-    hidden, heads, ffn = WIDTH_KEYS[config["model_type"]]
-    ratio = config[ffn] / config[hidden] if ffn else None
-    config[hidden] = config[heads] * head_size
-    if ffn:
-        config[ffn] = int(config[hidden] * ratio)
-    if config["model_type"] == "t5":
-        config["d_kv"] = head_size
-    return config
+from .published import PUBLISHED, STATIC, WIDTH_KEYS, shaped  # noqa: F401 (WIDTH_KEYS: read by tests through here)
 
 
 # ---------------------------------------------------------------- offline text and tokenizers
@@ -236,8 +141,10 @@ GLUE_HUB = {  # nyu-mll/glue at glue.HUB_REVISION: <config>/<split>-00000-of-000
               "test_mismatched": 100}),
     "qqp": (("question1", "question2"), ("not_duplicate", "duplicate"), {"train": 2000, "validation": 400, "test": 100}),
 }
-ALL_NLI = {  # sentence-transformers/all-nli: <subset>/<split>-00000-of-00001.parquet, no label column in these two
+ALL_NLI = {  # sentence-transformers/all-nli: <subset>/<split>-00000-of-00001.parquet; pair-class keeps NLI's labels
     "pair": (("anchor", "positive"), None, {"train": 2000, "dev": 200, "test": 200}),
+    "pair-class": (("premise", "hypothesis"), ("entailment", "neutral", "contradiction"),
+                   {"train": 2000, "dev": 200, "test": 200}),
     "triplet": (("anchor", "positive", "negative"), None, {"train": 2000, "dev": 200, "test": 200}),
 }
 PAIR_DATASETS = {"nyu-mll/glue": GLUE_HUB, "sentence-transformers/all-nli": ALL_NLI}
@@ -255,14 +162,15 @@ def build_pair_dataset(repo_id: str, folder: Path, lines: list[str], seed: int =
     configs, info, rows = [], [], {}
     for config, (columns, names, splits) in PAIR_DATASETS[repo_id].items():
         features = {c: datasets.Value("string") for c in columns}
-        if names:
-            features |= {"label": datasets.ClassLabel(names=list(names)), "idx": datasets.Value("int32")}
+        if names:  # GLUE numbers its rows (idx); all-nli's pair-class carries the label alone
+            features |= {"label": datasets.ClassLabel(names=list(names))}
+            features |= {"idx": datasets.Value("int32")} if repo_id == "nyu-mll/glue" else {}
         features = datasets.Features(features)
         for split, n in splits.items():
             data = {c: [pool[i] for i in rng.integers(0, len(pool), n)] for c in columns}
             if names:
                 data["label"] = [-1] * n if split.startswith("test") else rng.integers(0, len(names), n).tolist()
-                data["idx"] = list(range(n))
+                data |= {"idx": list(range(n))} if "idx" in features else {}
             (folder / config).mkdir(parents=True, exist_ok=True)
             datasets.Dataset.from_dict(data, features=features).to_parquet(str(folder / config / f"{split}-00000-of-00001.parquet"))
             rows[f"{config}/{split}"] = n
@@ -286,15 +194,50 @@ def build_wiki1m(folder: Path) -> dict:
     return {"lines": len(corpus.sentences), "from": "gensim's Wikipedia extract and Penn Treebank train (offline)"}
 
 
+def build_wikitext(folder: Path, lines: list[str], articles: int = 48, words: int = 2600) -> dict:
+    """WikiText-103 in the hub release's layout (wikitext-103-raw-v1/<split>-0000i-of-0000n.parquet, one `text` column
+    of lines ending in a newline, ' = Title = ' opening an article and ' = = Section = = ' inside it) from the offline
+    text: `articles` articles of consecutive offline lines, each past DeCLUTR's 2048 words, so that its document filter
+    keeps them as it keeps the release's long articles."""
+    import datasets
+    import yaml
+
+    pool = [x for x in lines if len(x.split()) >= 3]
+    rows, i = [], 0
+    for a in range(articles):
+        rows += [" \n", f" = Article {a} = \n", " \n"]
+        n = 0
+        while n < words:
+            if n and i % 20 == 0:  # a section title now and then, as in the release
+                rows += [" \n", f" = = Section {i} = = \n", " \n"]
+            line = pool[i % len(pool)]
+            rows.append(f" {line} \n")
+            n, i = n + len(line.split()), i + 1
+    config = "wikitext-103-raw-v1"
+    (folder / config).mkdir(parents=True, exist_ok=True)
+    half = len(rows) // 2
+    for name, part in (("train-00000-of-00002", rows[:half]), ("train-00001-of-00002", rows[half:]),
+                       ("validation-00000-of-00001", rows[:40]), ("test-00000-of-00001", rows[:40])):
+        datasets.Dataset.from_dict({"text": part}).to_parquet(str(folder / config / f"{name}.parquet"))
+    splits = [{"split": s, "path": f"{config}/{s}-*"} for s in ("train", "validation", "test")]
+    card = yaml.safe_dump({"configs": [{"config_name": config, "data_files": splits}]}, sort_keys=False)
+    note = "# Stand-in for Salesforce/wikitext: offline text (plmclaims.standins)"
+    (folder / "README.md").write_text(f"---\n{card}---\n{note}\n")
+    return {"articles": articles, "lines": len(rows), "from": "offline text (plmclaims.standins.offline_text)"}
+
+
 # hub datasets built from the offline packages' text rather than the data root: repo id -> builder
 TEXT_DATASETS = {"princeton-nlp/datasets-for-simcse": build_wiki1m}
+# hub datasets of documents built from the offline text: repo id -> builder(folder, lines)
+DOCUMENT_DATASETS = {"Salesforce/wikitext": build_wikitext}
 
 
 def unsupported(assets) -> list[str]:
     """One line per hub asset that has no stand-in (no published configuration written here)."""
     from .data import sts
 
-    known_data = {rid for rid, _ in sts.HUB_IDS.values()} | set(PAIR_DATASETS) | set(TEXT_DATASETS)
+    known_data = ({rid for rid, _ in sts.HUB_IDS.values()} | set(PAIR_DATASETS) | set(TEXT_DATASETS)
+                  | set(DOCUMENT_DATASETS))
     return [f"{a.repo_type} {a.repo_id} ({a.why}): no stand-in; add its published configuration to plmclaims.standins."
             f"{'PUBLISHED' if a.repo_type == 'model' else 'build_*'}"
             for a in assets if (a.repo_type == "model" and a.repo_id not in PUBLISHED and a.repo_id not in STATIC)
@@ -326,6 +269,7 @@ def build(assets, out: Path, data_root: Path, shapes: str = "real", head_size: i
         if a.repo_type == "dataset":
             info = (build_pair_dataset(a.repo_id, folder, lines) if a.repo_id in PAIR_DATASETS else
                     TEXT_DATASETS[a.repo_id](folder) if a.repo_id in TEXT_DATASETS else
+                    DOCUMENT_DATASETS[a.repo_id](folder, lines) if a.repo_id in DOCUMENT_DATASETS else
                     build_sts_dataset(a.repo_id, folder, data_root))
         else:
             if a.repo_id in STATIC:

@@ -5,7 +5,7 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import families
+from . import families, recipes
 from .errors import UserError
 from .schema import read_yaml, validate
 
@@ -60,6 +60,7 @@ def load_tier(name_or_path: str) -> dict:
         if "asset" in spec and spec["asset"] not in tier["assets"]:
             raise UserError(f"{path}: field 'roles.{role}.asset': got {spec['asset']!r}; allowed values: {', '.join(tier['assets'])}")
     tier["_path"] = str(path)
+    recipes.check_tier(tier)  # every recipe of a tier that runs the papers' recipes states every setting
     return tier
 
 

@@ -17,7 +17,7 @@ from . import methods, stats
 from .data import seeded_subset
 from .data.glue import GlueData
 from .evaluation import glue_metrics
-from .optim import adamw, linear_warmup_decay
+from . import optim
 
 def sample(data: GlueData, n: int | None, seed: int) -> GlueData:
     """A seeded sample of at most n examples (the whole split when n is None or not smaller)."""
@@ -91,21 +91,39 @@ def init_model(model_path: str, method: str, params: dict, num_labels: int, head
     return model
 
 
+def param_groups(model, lr: float, head_lr: float | None) -> list:
+    """The trainable parameters, as one list, or (a recipe with its own `head_lr`) two groups: the task head's at
+    head_lr and the rest at lr (prompt tuning's soft prompt at 0.3 and a fresh head at a fine-tuning rate)."""
+    trained = [p for p in model.parameters() if p.requires_grad]
+    if head_lr is None:
+        return trained
+    from .methods.heads import head_parameters
+
+    head = head_parameters(model)
+    return [{"params": [p for p in trained if id(p) not in head], "lr": lr},
+            {"params": [p for p in trained if id(p) in head], "lr": float(head_lr)}]
+
+
 def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: float, seed: int, device: str, desc: str,
-                 progress: bool = True) -> list[float]:
-    """The training loop both runners share: AdamW on the trainable parameters, linear warm-up (6%) and decay,
-    a seeded permutation of the examples per epoch; `batches(order)` yields model inputs with labels. Returns the
-    loss per step; the model is left in eval mode."""
-    import torch
+                 progress: bool = True, recipe: dict | None = None, after_epoch=None) -> list[float]:
+    """The training loop both runners share: the recipe's optimiser on the trainable parameters (default AdamW,
+    weight decay 0.01), its warm-up share (default 6%) and schedule (default linear decay), a seeded permutation of
+    the examples per epoch, stopping after `steps` (the last epoch cut short where the recipe counts steps);
+    `batches(order)` yields model inputs with labels, `after_epoch(epoch)`, if given, runs after each epoch with the
+    model in eval mode. Returns the loss per step; the model is left in eval mode."""
     from tqdm.auto import tqdm
 
-    opt = adamw([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
-    sched = linear_warmup_decay(opt, int(0.06 * steps), steps)
+    recipe = recipe or {}
+    opt = optim.build(param_groups(model, lr, recipe.get("head_lr")), lr, recipe)
+    sched = optim.schedule(opt, int(float(recipe.get("warmup_ratio", 0.06)) * steps), steps,
+                           recipe.get("schedule", "linear"))
     losses = []
     bar = tqdm(total=steps, desc=desc, unit="step", disable=not progress, mininterval=10)
     model.train()
-    for order in epoch_orders(n_examples, epochs, seed):
+    for epoch, order in enumerate(epoch_orders(n_examples, epochs, seed)):
         for batch in batches(order):
+            if len(losses) >= steps:
+                break
             loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
             loss.backward()
             opt.step()
@@ -113,6 +131,10 @@ def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: f
             opt.zero_grad(set_to_none=True)
             losses.append(round(loss.item(), 4))
             bar.update(1)
+        if after_epoch is not None:
+            model.eval()
+            after_epoch(epoch)
+            model.train()
     bar.close()
     model.eval()
     return losses
@@ -169,9 +191,47 @@ def save_model(model, tokenizer, offset: float, out_dir) -> None:
     tmp.rename(out_dir)
 
 
+class BestEpoch:
+    """Checkpoint selection on dev (a recipe's `selection: best-dev`, as fairseq keeps checkpoint_best and the LoRA
+    scripts score dev every epoch): after each epoch the dev predictions are scored by the task's first GLUE metric
+    (glue_metrics.TASK_METRICS) and the best epoch's predictions, and with `keep_state` its weights, are kept. It
+    selects on the split it reports, as those recipes do: the report says so (docs/recipes.md)."""
+
+    def __init__(self, model, tokenizer, dev: GlueData, gold: np.ndarray, max_len: int, offset: float, device: str,
+                 keep_state: bool):
+        self.model, self.tokenizer, self.dev, self.gold = model, tokenizer, dev, gold
+        self.max_len, self.offset, self.device, self.keep_state = max_len, offset, device, keep_state
+        self.metric = glue_metrics.TASK_METRICS[dev.task][0]
+        self.history: list[float] = []
+        self.best: tuple[int, float, np.ndarray, dict | None] | None = None
+
+    def __call__(self, epoch: int) -> None:
+        pred = predict_dev(self.model, self.tokenizer, self.dev, self.max_len, self.offset, self.device)
+        value = glue_metrics.score(self.dev.task, self.gold, pred)[self.metric]
+        self.history.append(round(value, 4))
+        best = self.best[1] if self.best is not None else float("nan")
+        if self.best is None or value > best or (np.isnan(best) and not np.isnan(value)):  # the earliest of equals
+            state = ({k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+                     if self.keep_state else None)
+            self.best = (epoch, value, pred, state)
+
+    def finish(self) -> np.ndarray:
+        """The best epoch's dev predictions, its weights loaded back into the model where they were kept."""
+        if self.best is None:
+            raise RuntimeError("no epoch was scored; best-dev selection needs at least one epoch")
+        if self.best[3] is not None:
+            self.model.load_state_dict(self.best[3])
+        return self.best[2]
+
+    def record(self) -> dict:
+        return {"rule": "best-dev", "metric": self.metric, "epoch": self.best[0] + 1, "dev_by_epoch": self.history}
+
+
 def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
              progress: bool = True, save_to=None) -> tuple[dict, dict]:
-    """Train with `method` under `budget` (epochs, batch_size, lr, max_length, max_train); return (values, predictions).
+    """Train with `method` under `budget` (epochs or steps, batch_size, lr, max_length, max_train, and the recipe's
+    optimizer, weight_decay, warmup_ratio, schedule, head_lr and selection: train_epochs, BestEpoch); return (values,
+    predictions).
     With `save_to` (a folder), also save the trained model there (save_model), after predicting: the run's values
     and predictions are exactly those of the same run without it."""
     import torch
@@ -197,21 +257,30 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
     bs, epochs, max_len = int(budget.get("batch_size", 16)), int(budget.get("epochs", 1)), int(budget.get("max_length", 128))
     max_len = min(max_len, _room_for_text(model))
     lr = float(params.get("lr", budget.get("lr", 2e-5)))
-    steps = epochs * -(-len(train) // bs)
+    per_epoch = -(-len(train) // bs)
+    if budget.get("steps"):  # a recipe that counts steps (prompt tuning's 30 000): as many epochs as they take
+        steps = int(budget["steps"])
+        epochs = -(-steps // per_epoch)
+    else:
+        steps = epochs * per_epoch
     # A regression head starts near 0 while STS-B's scores lie in 0-5 (mean about 2.7): in a short budget full
     # fine-tuning spends its steps moving the output to the mean and collapses to near-constant predictions (held-out
     # Spearman 23 at micro, 77 with centred targets; benchmarks/select_lr_micro.py). Every method trains on targets
     # centred on the training mean and predicts with it added back; correlations do not change under the shift.
     offset = float(np.mean(train.labels)) if dev.num_labels == 1 else 0.0
-    losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len, offset), len(train), epochs, steps, lr,
-                          order_seed, device, f"{method} {train.task} seed {head_seed}/{order_seed}", progress)
-    pred = predict_dev(model, tokenizer, dev, max_len, offset, device)
     gold = np.asarray(dev.labels, dtype=np.float64)
+    chosen = BestEpoch(model, tokenizer, dev, gold, max_len, offset, device, keep_state=save_to is not None) \
+        if budget.get("selection", "last") == "best-dev" else None
+    losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len, offset), len(train),
+                          epochs, steps, lr, order_seed, device, f"{method} {train.task} seed {head_seed}/{order_seed}",
+                          progress, recipe=budget, after_epoch=chosen)
+    pred = chosen.finish() if chosen is not None else predict_dev(model, tokenizer, dev, max_len, offset, device)
     peak = peak_memory_mb(device)
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},
               "parameters": counts, "train_examples": len(train), "steps": steps, "target_offset": offset, "loss_last": float(np.mean(losses[-20:])),
               "loss_history": losses, "head_seed": head_seed, "order_seed": order_seed, "peak_memory_mb": round(peak, 1),
-              "device": device, "train_wall_s": round(time.time() - t0, 2)}
+              "device": device, "train_wall_s": round(time.time() - t0, 2),
+              **({"selection": chosen.record()} if chosen is not None else {})}
     predictions = {f"{dev.task}::pred": pred, f"{dev.task}::gold": gold, f"{dev.task}::subsets": np.asarray([dev.task] * len(dev)),
                    f"{dev.task}::index": stats.document_index(dev.text_a, dev.text_b)}  # verdicts pair runs on it
     degenerate = stats.degenerate(pred, losses)  # constant or NaN predictions, NaN or diverged loss: no number to bootstrap

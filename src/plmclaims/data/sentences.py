@@ -24,8 +24,9 @@ from . import seeded_subset
 from ..errors import UserError
 from ..provenance import sha256_file
 
-SOURCES = ("ptb-train", "gensim-enwiki", "wiki1m")
+SOURCES = ("ptb-train", "gensim-enwiki", "wiki1m", "wikitext-103")
 DEFAULT_SOURCES = ("ptb-train", "gensim-enwiki")  # a spec without sources: the offline text, never a download
+HUB_SOURCES = ("wiki1m", "wikitext-103")  # read from the hub; a spec names at most one (its `hub` and `revision`)
 SPEC_KEYS = {"sources", "max_sentences", "seed", "min_document_words", "hub", "revision", "document_lines"}
 WIKI1M_ID = "princeton-nlp/datasets-for-simcse"
 WIKI1M_FILE = "wiki1m_for_simcse.txt"
@@ -34,6 +35,13 @@ WIKI1M_FILE = "wiki1m_for_simcse.txt"
 # less). Consecutive lines of the file are not one article, so a span may cross into an unrelated sentence.
 WIKI1M_DOCUMENT_LINES = 32
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+# WikiText-103 (Merity et al. 2017), whole Wikipedia articles: the documents DeCLUTR's own README preprocesses for
+# training (scripts/preprocess_wikitext_103.py: articles without their section titles, at least 2048 words), standing in
+# for the paper's OpenWebText, which no pinned hub release carries
+WIKITEXT_ID = "Salesforce/wikitext"
+WIKITEXT_CONFIG = "wikitext-103-raw-v1"
+ARTICLE_TITLE = re.compile(r"^ = [^=].* = $")  # ' = Title = ' opens an article; ' = = Section = = ' is inside one
+SECTION_TITLE = re.compile(r"^ (= ){2,}.*( =){2,} $")
 
 
 @dataclass
@@ -76,6 +84,41 @@ def ptb_sentences(text: str) -> list[str]:
 def wiki1m_asset(spec: dict) -> tuple[str, str | None]:
     """(hub dataset id, revision) of a spec's wiki1m: `hub` (default the SimCSE release) at `revision` (None: main)."""
     return spec.get("hub", WIKI1M_ID), spec.get("revision")
+
+
+def hub_asset(spec: dict) -> tuple[str, str, str | None] | None:
+    """(source, hub dataset id, revision) of the one hub source a corpus spec reads, or None."""
+    hub = [s for s in spec.get("sources", DEFAULT_SOURCES) if s in HUB_SOURCES]
+    if not hub:
+        return None
+    default = WIKI1M_ID if hub[0] == "wiki1m" else WIKITEXT_ID
+    return hub[0], spec.get("hub", default), spec.get("revision")
+
+
+def wikitext_articles(spec: dict) -> tuple[list[list[str]], str]:
+    """WikiText-103's train articles, each a list of its paragraphs with the section titles left out (DeCLUTR's
+    preprocessing), read through datasets from the prefetched folder or the hub at the pinned revision; with the
+    commit read."""
+    import datasets
+
+    from .. import hub
+
+    _, repo, revision = hub_asset(spec)
+    local = hub.resolve(repo, "dataset", revision=revision)
+    where, rev = (local, None) if local != repo else (repo, revision)
+    try:
+        ds = datasets.load_dataset(where, WIKITEXT_CONFIG, split="train", revision=rev)
+    except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the corpus
+        raise UserError(f"corpus wikitext-103: could not load {repo!r} ({WIKITEXT_CONFIG}, revision {revision}) "
+                        f"through datasets: {type(err).__name__}: {str(err)[:200]}; prefetch it: "
+                        f"{hub.prefetch_command()}") from None
+    articles: list[list[str]] = []
+    for line in ds["text"]:
+        if ARTICLE_TITLE.match(line.rstrip("\n")):
+            articles.append([])
+        elif articles and line.strip() and not SECTION_TITLE.match(line.rstrip("\n")):
+            articles[-1].append(" ".join(line.split()))
+    return articles, hub.commit(repo, "dataset", revision) or ""
 
 
 def wiki1m_path(spec: dict) -> Path:
@@ -135,6 +178,8 @@ def load_corpus(spec: dict | None = None) -> Corpus:
     bad = [s for s in sources if s not in SOURCES]
     if bad:
         raise KeyError(f"corpus sources {bad} unknown; allowed: {list(SOURCES)}")
+    if sum(s in HUB_SOURCES for s in sources) > 1:  # one `hub` and `revision` per spec
+        raise KeyError(f"corpus sources {sources}: at most one of {list(HUB_SOURCES)} (each reads the spec's revision)")
     sentences, counts, shas, documents = [], {}, {}, []
     min_words = int(spec.get("min_document_words", 128))
     if "ptb-train" in sources:
@@ -163,6 +208,13 @@ def load_corpus(spec: dict | None = None) -> Corpus:
 
         shas[f"{repo}@{hub.commit(repo, 'dataset', revision)}:{WIKI1M_FILE}"] = sha256_file(path)
         documents += wiki1m_documents(wiki, int(spec.get("document_lines", WIKI1M_DOCUMENT_LINES)), min_words)
+    if "wikitext-103" in sources:
+        articles, commit = wikitext_articles(spec)
+        kept = [a for a in articles if sum(len(p.split()) for p in a) >= min_words]
+        sentences += [p for a in kept for p in a]
+        counts["wikitext-103"] = sum(len(a) for a in kept)
+        shas[f"{WIKITEXT_ID}@{commit}:{WIKITEXT_CONFIG}/train"] = sha_text("\n\n".join("\n".join(a) for a in articles))
+        documents += kept
     seed = int(spec.get("seed", 0))
     keep = seeded_subset(len(sentences), spec.get("max_sentences"), seed)
     if keep is not None:

@@ -15,3 +15,11 @@ def head_names(model) -> list[str]:
 def peft_modules_to_save(model) -> list[str]:
     """The head as peft's modules_to_save names it (suffixes), so every method trains the same head."""
     return [n.rsplit(".", 1)[-1] for n in head_names(model)]
+
+
+def head_parameters(model) -> set[int]:
+    """ids of the task head's parameters, the model wrapped by peft or not: a parameter is the head's when a
+    component of its dotted name is a head module's name (peft's modules_to_save copies sit under that name too)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    names = {n.rsplit(".", 1)[-1] for n in head_names(base)}
+    return {id(p) for n, p in model.named_parameters() if names & set(n.split("."))}

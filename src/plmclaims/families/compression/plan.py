@@ -56,9 +56,9 @@ FINETUNING = "full-finetuning"  # how the compressed GLUE model is trained: the 
 def compress_glue_run(tier: dict, instance: str, task: str, seed: int, method: str, params: dict) -> Run:
     """Compress the glue family's fine-tuned model of `task` (full fine-tuning, `seed`) and score the task's dev split.
     Its view is the fine-tuned run's (which it reads) plus the head-importance sample; its upstream that run."""
-    from ..glue.plan import finetuned_run
+    from ..glue.plan import finetuned_run, recipe_params
 
-    model = finetuned_run(tier, instance, FINETUNING, task, seed, tier["finetune"].get("methods", {}).get(FINETUNING, {}))
+    model = finetuned_run(tier, instance, FINETUNING, task, seed, recipe_params(tier, instance, FINETUNING, task, {}))
     view = merge(model.spec["tier"], pick(tier, "compression.importance_pairs", "compression.importance_batch")
                  if method == "head-pruning" else {})
     fields = {"instance": instance, "task": task, "method": method, "setting": setting(method, params), "seed": int(seed)}

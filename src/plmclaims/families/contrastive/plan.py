@@ -5,6 +5,7 @@ any sts claim of it) or a contrastive run with no training steps; poolings of an
 family's planner."""
 from __future__ import annotations
 
+from ... import recipes
 from ...claims import Claim, Measurement
 from ...data import sts, verify
 from ...data.sts import SOURCE_OF_EVALUATOR
@@ -26,7 +27,7 @@ MLM_ARCHITECTURES = ("bert", "roberta")  # claims.architecture's names with a ma
 def _vocabulary(spec: dict) -> tuple[str, int] | None:
     """A hub checkpoint's published tokenizer (kind, size), from the table the rehearsal's stand-ins are built to;
     None where it is not known offline (an asset the workflow builds, a hub id the table does not list)."""
-    from ...standins import PUBLISHED
+    from ...published import PUBLISHED
 
     pub = PUBLISHED.get(spec.get("id", "")) if spec.get("source") == "hub" else None
     return (pub.tokenizer, pub.vocab) if pub else None
@@ -71,14 +72,73 @@ def generator_view(tier: dict, objective: str, params: dict, encoder: str) -> di
     return asset_view(tier, name)
 
 
+BASE_KINDS = ("transformer", "pretrain-mlm")
+
+
+def base_encoder_view(tier: dict, objective: str, params: dict, encoder: str) -> dict:
+    """The view of the asset a recipe's `base_encoder` names (RankEncoder's frozen teacher: a trained unsupervised
+    SimCSE in the paper), so its id and revision are part of the run's key and prefetch finds it; {} for the starting
+    weights. The teacher encodes the batch as the encoder tokenised it, so both must read the same tokenizer (where
+    the published tokenizers are known offline; an asset the workflow builds is checked when the run loads both)."""
+    name = params.get("base_encoder")
+    if not name:
+        return {}
+    enc_vocab = _vocabulary(tier["assets"][encoder.partition(".")[0]])
+
+    def fits(spec) -> bool:
+        vocab = _vocabulary(spec)
+        return spec["kind"] in BASE_KINDS and (None in (enc_vocab, vocab) or vocab == enc_vocab)
+
+    allowed = sorted(a for a, s in tier["assets"].items() if fits(s))
+    if name not in allowed:
+        spec = tier["assets"].get(name)
+        what = (f"not an asset of tier {tier['name']}" if spec is None else f"a {spec['kind']} asset, no encoder"
+                if spec["kind"] not in BASE_KINDS else f"read by another tokenizer than the encoder {encoder!r}")
+        raise UserError(f"{tier.get('_path', tier['name'])}: field '{SECTION}.methods.{objective}.base_encoder': got "
+                        f"{name!r}, {what}; allowed values: {', '.join(allowed)}, or leave it out for the starting "
+                        "weights")
+    return asset_view(tier, name)
+
+
+def section_view(tier: dict, objective: str, instance: str) -> dict:
+    """The contrastive settings one run reads: the objective's recipe over the tier's budget (plmclaims.recipes) and
+    its training text (its recipe's own corpus, else the tier's)."""
+    asset = instance.partition(".")[0]
+    out = {"budget": recipes.budget(tier, SECTION, objective, asset)}
+    corpus = recipes.corpus(tier, SECTION, objective, asset)
+    return {SECTION: out | ({"corpus": corpus} if corpus is not None else {})}
+
+
+# training examples of a hub corpus, for a cost estimate before it is read (the run counts the real ones:
+# runs.schedule): wiki1m's 10^6 lines; WikiText-103's 28 475 train articles, an upper bound on those past a recipe's
+# word minimum; ConSERT's transductive corpus, the distinct sentences of the seven STS test sets, at most 40 000
+CORPUS_EXAMPLES = {"wiki1m": 1_000_000, "wikitext-103": 28_475}
+TRANSDUCTIVE_EXAMPLES = 40_000
+
+
+def estimated_steps(budget: dict, corpus: dict | None, transductive: bool = False) -> int:
+    """The optimiser steps a run's budget will take, before its corpus is read: `steps`, or `epochs` over an estimate of
+    the corpus (CORPUS_EXAMPLES, capped by its max_sentences), whichever is fewer where both are given."""
+    if "epochs" not in budget:
+        return int(budget["steps"])
+    source = None if transductive else next(iter((corpus or {}).get("sources", ())), None)
+    n = TRANSDUCTIVE_EXAMPLES if transductive else CORPUS_EXAMPLES.get(source, 0)
+    if not transductive and (corpus or {}).get("max_sentences"):
+        n = min(n, int(corpus["max_sentences"]))
+    steps = int(budget["epochs"]) * max(1, n // int(budget["batch_size"]))
+    return min(steps, int(budget["steps"])) if "steps" in budget else steps
+
+
 def contrastive_run(tier: dict, instance: str, objective: str, form: str, seed: int, params: dict) -> Run:
     """Train `objective` from `instance` (params: the recipe's settings, `released`: evaluate only), select on STS-B
     dev, score the STS test sets. The view holds what changes the result: the corpus, the budget, the data source and
     sample, the encode length, the asset (and a generator asset the recipe names); the training seeds (how many runs)
     and the released map (which roles are trained) are the plan's business, not one run's."""
     source = SOURCE_OF_EVALUATOR[EVALUATOR]
-    view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode.max_length", f"{SECTION}.corpus",
-                      f"{SECTION}.budget"), asset_view(tier, instance), generator_view(tier, objective, params, instance))
+    view = merge(pick(tier, f"data.{source}", "data.max_pairs", "encode.max_length"),
+                 section_view(tier, objective, instance), asset_view(tier, instance),
+                 generator_view(tier, objective, params, instance),
+                 base_encoder_view(tier, objective, params, instance))
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": objective, "form": form, "seed": int(seed)}
     return make_run("contrastive", fields, view, (model,) if model else (), params)
@@ -118,11 +178,12 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         return pm.not_run(f"tier {tier['name']} does not train {m.method}: {section['skip_objectives'][m.method]}")
     if tier["assets"][asset]["kind"] not in ENCODER_KINDS:
         return pm.not_run(f"role '{m.role}' maps to '{asset}', not an encoder to train")
-    params = {k: v for k, v in method_params(tier, SECTION, m).items() if k != "weights"}
+    params = {k: v for k, v in method_params(tier, SECTION, m, asset).items() if k != "weights"}
     if not params.get("transductive", True):
         params.pop("transductive")  # the default, spelt out: the same run (and key) as leaving it out
-    if params.get("generator") == "":
-        params.pop("generator")  # the encoder's own MLM head, spelt out: likewise
+    for key in ("generator", "base_encoder"):  # the encoder's own MLM head or starting weights, spelt out: likewise
+        if params.get(key) == "":
+            params.pop(key)
     random = m.params.get("weights") == "random"
     # the first instance: the spread reported is over training seeds (dropout masks, batches, heads), as in the papers
     start = (random_twins if random else instances)(tier, asset)[0]

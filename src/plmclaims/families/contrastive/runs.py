@@ -19,6 +19,27 @@ from ..sts.runs import _subsample, load_benchmarks, record_scores, union_sentenc
 
 log = logging.getLogger("plmclaims")
 EVALUATOR = "senteval"
+# recipe parameters that name a tier asset (the plan's generator_view and base_encoder_view put it in the run's view):
+# the run hands the objective that asset's folder
+ASSET_PARAMS = ("generator", "base_encoder")
+
+
+def schedule(budget: dict, corpus, objective: str) -> dict:
+    """The budget in the steps the training loop counts: `epochs` over the corpus's training examples (sentences, or
+    documents for an objective that reads documents; the last short batch of an epoch is dropped, as train.batches
+    does) and `steps` as a cap where both are given; `warmup_ratio` of those steps as `warmup`."""
+    from ...methods.contrastive import get
+
+    out = dict(budget)
+    epochs = out.pop("epochs", None)
+    if epochs is not None:
+        n = len(corpus.documents if get(objective).INPUT == "documents" else corpus.sentences)
+        steps = int(epochs) * max(1, n // int(out["batch_size"]))
+        out["steps"] = min(steps, int(out["steps"])) if "steps" in out else steps
+    ratio = out.pop("warmup_ratio", None)
+    if ratio is not None:
+        out["warmup"] = int(round(float(ratio) * out["steps"]))
+    return out
 
 
 def load_dev(tier: dict, form: str, data_root: str | None) -> sts.StsData:
@@ -70,7 +91,7 @@ def evaluate_released(objective: str, path: str, params: dict, dev: sts.StsData,
     from ...methods.contrastive.train import dev_spearman
 
     model = get(objective).Objective(path, params, 0).eval()
-    rho = dev_spearman(model, dev, max(64, budget["batch_size"]), budget["max_length"])
+    rho = dev_spearman(model, dev, max(64, budget["batch_size"]), budget.get("eval_max_length", budget["max_length"]))
     return {"objective": objective, "history": [{"step": 0, "stsb_dev_spearman": rho}], "best_step": 0,
             "best_spearman": rho, "sentences_seen": 0, "budget": {**budget, "steps": 0},
             "objective_params": model.params, "model": model}
@@ -89,9 +110,9 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
     inst = Instance.parse(run_spec.instance, tier)
     params = dict(run_spec.params)
     released, transductive, lr = params.pop("released", False), params.pop("transductive", False), params.pop("lr", None)
-    generator = params.get("generator")
-    if generator:  # an asset the recipe names (DiffCSE's generator): loaded from where the tier's assets load from
-        params["generator"] = runs.model_source(tier, Instance.parse(generator, tier), resources)
+    named = {k: params[k] for k in ASSET_PARAMS if params.get(k)}
+    for key, asset in named.items():  # DiffCSE's generator, RankEncoder's base encoder: where the tier loads them from
+        params[key] = runs.model_source(tier, Instance.parse(asset, tier), resources)
     budget = {**section["budget"], **({"lr": float(lr)} if lr is not None else {})}
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
     with Run(out, config, seed=run_spec.seed) as run, tempfile.TemporaryDirectory() as scratch:
@@ -103,6 +124,7 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
                 result = evaluate_released(run_spec.method, path, params, dev, budget)
             else:
                 corpus = _corpus(tier, datasets, transductive)
+                budget = schedule(budget, corpus, run_spec.method)
                 result = contrastive_train.train(run_spec.method, path, params, corpus, dev, budget,
                                                  int(run_spec.seed), best_device(), random_weights=random,
                                                  desc=f"{run_spec.method} {run_spec.instance} s{run_spec.seed}")
@@ -131,9 +153,9 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
             # where the weights come from (a random twin's scratch folder would differ run to run: same seed, same bytes)
             "model": runs.model_source(tier, inst, resources), "random_weights": random,
             "score": model.SCORE, "released": bool(released), "transductive": bool(transductive),
-            # the generator a recipe names, and the commit it was read at (the encoder's own head: nothing to add)
-            **({"generator": {"asset": generator, "model": params["generator"],
-                              "revision": runs.hub_revision(tier, generator)}} if generator else {}),
+            # the assets a recipe names, and the commits they were read at (the encoder's own: nothing to add)
+            **{key: {"asset": asset, "model": params[key], "revision": runs.hub_revision(tier, asset)}
+               for key, asset in named.items()},
             "dev": {"benchmark": "STSBenchmark", "split": "dev", "pairs": len(dev)},
             "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
             **{k: result[k] for k in ("history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",

@@ -3,15 +3,28 @@ measurement with `seeds` sweeps the tier's grid of (head seed, order seed) pairs
 axis, one point per pair)."""
 from __future__ import annotations
 
+from ... import recipes
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...errors import UserError
-from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
+from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run,
                      plan_task_runs)
 from ..probing import depth, resolve_layer
 from . import CKA
 
 ENCODER_KINDS = {"pretrain-mlm", "transformer"}
+
+
+def finetune_budget(tier: dict, instance: str, method: str, task: str) -> dict:
+    """The budget one fine-tuning run trains under, as its view holds it: the tier's budget with the method's recipe
+    for this model and task over it (plmclaims.recipes), capped by a test tier's limit."""
+    asset = instance.partition(".")[0]
+    return {"finetune": {"budget": recipes.budget(tier, "finetune", method, asset, task)}} if "finetune" in tier else {}
+
+
+def recipe_params(tier: dict, instance: str, method: str, task: str, claim_params: dict) -> dict:
+    """The method's parameters for this model and task: its recipe's, the claim's over them."""
+    return {**recipes.params(tier, "finetune", method, instance.partition(".")[0], task), **claim_params}
 
 
 def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, params: dict) -> Run:
@@ -20,7 +33,7 @@ def finetune_run(tier: dict, instance: str, method: str, task: str, seed: int, p
     model = model_run(tier, instance)
     # the task's own GLUE source (the hub for a task in data.glue.hub_tasks), so a local task's key ignores hub_tasks
     data = {"data": {"glue": verify.glue_source(tier, task)}} if "glue" in tier.get("data", {}) else {}
-    view = merge(data, pick(tier, "finetune.budget"), asset_view(tier, instance))
+    view = merge(data, finetune_budget(tier, instance, method, task), asset_view(tier, instance))
     fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
     return make_run("finetune", fields, view, (model,) if model else (), params)
 
@@ -59,9 +72,10 @@ def cka_run(tier: dict, instance: str, task: str, seed: int, params: dict) -> Ru
     if tier["assets"][instance.partition(".")[0]]["kind"] == "causal-lm":
         from ..lm_tasks.plan import lm_run
 
-        tuned = lm_run(tier, instance, "full-finetuning", task, seed, params)
+        tuned = lm_run(tier, instance, "full-finetuning", task, seed, lm_params(tier, instance, task, params))
     else:
-        tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, params)
+        recipe = recipe_params(tier, instance, "full-finetuning", task, params)
+        tuned = finetuned_run(tier, instance, "full-finetuning", task, seed, recipe)
     model = model_run(tier, instance)
     fields = {"instance": instance, "method": CKA, "task": task, "seed": int(seed)}
     return make_run("cka", fields, tuned.spec["tier"], (tuned,) + ((model,) if model else ()))
@@ -72,6 +86,12 @@ def cka_layer_run(tier: dict, instance: str, task: str, seed: int, layer: int, p
     up = cka_run(tier, instance, task, seed, params)
     fields = {**up.spec["fields"], "layer": int(layer)}
     return make_run("cka-layer", fields, up.spec["tier"], (up,))
+
+
+def lm_params(tier: dict, instance: str, task: str, claim_params: dict) -> dict:
+    """A causal LM's full fine-tuning parameters for one task: the lm section's recipe, the claim's over it (the same
+    parameters, so the same runs, as the lm-tasks family's own full-finetuning measurements)."""
+    return {**recipes.params(tier, "lm", "full-finetuning", instance.partition(".")[0], task), **claim_params}
 
 
 def lm_cka_skipped(claim: Claim, tier: dict) -> dict[str, str]:
@@ -112,8 +132,7 @@ def _plan_lm_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasuremen
     if not tasks:
         why = "; ".join(f"{t}: {w}" for t, w in skipped.items())
         return None, f"the causal LM's CKA runs none of the claim's tasks: {why}"
-    params = {**section.get("methods", {}).get("full-finetuning", {}),
-              **{k: v for k, v in m.params.items() if k != "layer"}}
+    params = {k: v for k, v in m.params.items() if k != "layer"}  # the claim's: cka_run lays them on the recipe
     instance = instances(tier, role["asset"])[0].name
     return {layer: [cka_layer_run(tier, instance, t, s, layer, params) for t in tasks for s in section["seeds"]]
             for layer in layers}, ""
@@ -121,7 +140,7 @@ def _plan_lm_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasuremen
 
 def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, role: dict) -> PlannedMeasurement:
     """One cka-layer run per task and seed at the measurement's layer, or a curve over every layer (`layer: all`).
-    The fine-tuning is full fine-tuning with the tier's defaults for it, overridden by the claim's `lr`."""
+    The fine-tuning is full fine-tuning with the tier's recipe for it, overridden by the claim's `lr`."""
     n = depth(tier, role["asset"])
     if n is None:
         return pm.not_run(f"tier {tier['name']} does not state how many layers '{role['asset']}' has "
@@ -133,13 +152,12 @@ def plan_cka(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurement, r
         if points is None:
             return pm.not_run(why)
         return pm.set_curve(points) if curve else _with_runs(pm, points[layers[0]])
-    params = {**tier.get("finetune", {}).get("methods", {}).get("full-finetuning", {}),
-              **{k: v for k, v in m.params.items() if k != "layer"}}
+    params = {k: v for k, v in m.params.items() if k != "layer"}  # the claim's: cka_run lays them on the recipe
 
     def at(layer: int) -> PlannedMeasurement:
         one = PlannedMeasurement(pm.name, m)
         run_of = lambda instance, task, seed, _: cka_layer_run(tier, instance, task, seed, layer, params)  # noqa: E731
-        return plan_task_runs(claim, m, tier, one, role, run_of, ENCODER_KINDS)
+        return plan_task_runs(claim, m, tier, one, role, run_of, ENCODER_KINDS, recipe="full-finetuning")
 
     if m.params["layer"] != "all":
         planned = at(resolve_layer(m.params["layer"], n))
@@ -184,10 +202,10 @@ def _plan_lm_seeds(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasurem
     if not tasks:
         return pm.not_run("the causal LM is fine-tuned on none of the claim's tasks: "
                           + "; ".join(f"{t}: {w}" for t, w in skipped.items()))
-    params = {**section.get("methods", {}).get("full-finetuning", {}),
-              **{k: v for k, v in m.params.items() if k != "seeds"}}
+    claim_params = {k: v for k, v in m.params.items() if k != "seeds"}
     instance = instances(tier, role["asset"])[0].name
-    return pm.set_curve({x: [lm_run(tier, instance, "full-finetuning", t, int(s), params) for t in tasks]
+    return pm.set_curve({x: [lm_run(tier, instance, "full-finetuning", t, int(s),
+                                    lm_params(tier, instance, t, claim_params)) for t in tasks]
                          for x, s in enumerate(section["seeds"])})
 
 
@@ -206,8 +224,10 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
         return pm.not_run(f"tier {tier['name']} has no seed grid (finetune.seed_grid) for 'seeds: all'")
     instance = pm.runs[0].instance
     tasks = list(dict.fromkeys(r.task for r in pm.runs))
-    params = {k: v for k, v in method_params(tier, "finetune", m).items() if k != "seeds"}
-    return pm.set_curve({x: [grid_run(tier, instance, m.method, t, h, o, params) for t in tasks] for x, (h, o) in enumerate(points)})
+    asset = instance.partition(".")[0]
+    params = {t: {k: v for k, v in method_params(tier, "finetune", m, asset, t).items() if k != "seeds"} for t in tasks}
+    return pm.set_curve({x: [grid_run(tier, instance, m.method, t, h, o, params[t]) for t in tasks]
+                         for x, (h, o) in enumerate(points)})
 
 
 def grid_skipped(claim: Claim, tier: dict) -> dict[str, str]:

@@ -2,6 +2,7 @@
 run per (instance, method, task, seed) that trains (unless zero-shot) and is scored by lm-eval."""
 from __future__ import annotations
 
+from ... import recipes
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...plan import LAYOUTS, PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, plan_task_runs
@@ -18,8 +19,9 @@ def lm_run(tier: dict, instance: str, method: str, task: str, seed: int, params:
     up = ((model,) if model else ()) + (lm_tasks_run(tier, task),)
     if method == "zero-shot":  # trains nothing: the training budget and data cannot change its result
         view = pick(tier, "lm.eval_limit", "lm.eval_batch_size")
-    else:
-        view = pick(tier, "data.glue", "lm.budget", "lm.eval_limit", "lm.eval_batch_size")
+    else:  # the method's recipe for this model and task over the tier's budget (plmclaims.recipes)
+        budget = recipes.budget(tier, "lm", method, instance.partition(".")[0], task)
+        view = merge(pick(tier, "data.glue", "lm.eval_limit", "lm.eval_batch_size"), {"lm": {"budget": budget}})
     fields = {"instance": instance, "method": method, "task": task, "seed": int(seed)}
     return make_run("lm", fields, merge(view, asset_view(tier, instance)), up, params)
 

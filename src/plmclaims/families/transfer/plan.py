@@ -3,19 +3,23 @@ pre-trained instances of the role's asset, or (`weights: random`) its random-wei
 beside a raw encoder's pre-trained runs when the claim asks for the random-weights control."""
 from __future__ import annotations
 
+from ... import recipes
 from ...claims import Claim, Measurement
 from ...data import synthetic
 from ...plan import (PlannedMeasurement, Run, asset_view, make_run, merge, method_params, model_run, pick,
                      skipped_tasks, wants_twins)
 from ...tiers import instances, random_twins
-from . import ENCODER_KINDS
+from . import ENCODER_KINDS, METHOD
 
 SECTION = "transfer"
 
 
 def transfer_run(tier: dict, instance: str, task: str, seed: int, params: dict) -> Run:
     """One FPT trained on one generated task and scored on its test items: metrics.json + predictions.npz."""
-    view = merge(pick(tier, "transfer.budget", "transfer.data_seed", f"transfer.tasks.{task}"), asset_view(tier, instance))
+    # the method's recipe over the tier's budget
+    budget = recipes.budget(tier, SECTION, METHOD, instance.partition(".")[0], task)
+    view = merge(pick(tier, "transfer.data_seed", f"transfer.tasks.{task}"), {SECTION: {"budget": budget}},
+                 asset_view(tier, instance))
     model = model_run(tier, instance)
     fields = {"instance": instance, "task": task, "seed": int(seed)}
     return make_run("transfer", fields, view, (model,) if model else (), params)

@@ -9,12 +9,16 @@ from .base import ContrastiveObjective, nt_xent
 NAME = "consert"
 INPUT = "sentences"
 # yym6472/ConSERT README, unsupervised STS runs (CATALOG T8): views feature cutoff (rate 0.2) and token shuffle,
-# NT-Xent temperature 0.1, average of the last two layers, batch 96, length 64.
+# NT-Xent temperature 0.1, batch 96, length 64. Its README (note 3) scores the average of the last two layers'
+# token means; its training script (main.py, scripts/unsup-consert-base.sh) trains the last layer's token mean
+# (models.Pooling's mean) with BERT's dropout off (--no_dropout): `train_pooling` and `dropout` say so, and their
+# defaults (the test pooling; dropout on) keep the runs planned before they existed as they were.
 # lr 5e-7 is the recipe's learning rate: the training loop takes its lr from the budget, so the family reads this key
 # when it plans a run "with the recipe's lr"; the objective itself does not use it.
 # transductive: ConSERT trains on the unlabelled sentences of the STS test sets themselves; the family plans that as
 # a flagged variant (its corpus is the STS sentences), never as the default; the objective itself does not use it.
-DEFAULTS = {"temperature": 0.1, "pooling": "last-two-avg", "cutoff_rate": 0.2, "lr": 5e-7, "transductive": False}
+DEFAULTS = {"temperature": 0.1, "pooling": "last-two-avg", "cutoff_rate": 0.2, "lr": 5e-7, "transductive": False,
+            "train_pooling": "", "dropout": True}
 
 ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index
 
@@ -50,6 +54,10 @@ class Objective(ContrastiveObjective):
         self.encoder.embeddings.register_forward_hook(self._apply_cutoff)
         config = self.encoder.config
         self.position_offset = config.pad_token_id + 1 if config.model_type in ROBERTA_LIKE else 0
+        if not self.params["dropout"]:  # the views are the two augmentations alone
+            for module in self.encoder.modules():
+                if isinstance(module, torch.nn.Dropout):
+                    module.p = 0.0
 
     def _apply_cutoff(self, module, inputs, output):
         return None if self._cutoff is None else output * self._cutoff.to(output.dtype)[:, None, :]
@@ -62,7 +70,7 @@ class Objective(ContrastiveObjective):
 
     def loss(self, batch: dict) -> torch.Tensor:
         inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-        pooling = self.params["pooling"]
+        pooling = self.params["train_pooling"] or self.params["pooling"]
         self._cutoff = batch["cutoff"]
         try:
             cut = self.encode(inputs, pooling)

@@ -14,8 +14,10 @@ import numpy as np
 from . import get
 from ...errors import UserError
 
-BUDGET_KEYS = {"steps", "batch_size", "max_length", "lr", "eval_every", "warmup"}
-REQUIRED_BUDGET = BUDGET_KEYS - {"warmup"}
+BUDGET_KEYS = {"steps", "batch_size", "max_length", "lr", "eval_every", "warmup", "weight_decay", "selection",
+               "eval_max_length"}
+REQUIRED_BUDGET = {"steps", "batch_size", "max_length", "lr", "eval_every"}
+SELECTIONS = ("best-dev", "last")
 
 
 def check_budget(budget: dict) -> dict:
@@ -23,6 +25,8 @@ def check_budget(budget: dict) -> dict:
     if unknown or missing:
         raise KeyError(f"training budget: unknown keys {sorted(unknown)}, missing {sorted(missing)}; "
                        f"allowed: {sorted(BUDGET_KEYS)} (warmup optional, default 0)")
+    if budget.get("selection", SELECTIONS[0]) not in SELECTIONS:
+        raise KeyError(f"training budget: selection {budget['selection']!r} unknown; allowed: {', '.join(SELECTIONS)}")
     return {"warmup": 0, **budget}
 
 
@@ -101,17 +105,25 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
         raise UserError(f"contrastive objective {objective}: the corpus has {len(examples)} training {module.INPUT} for a "
                         f"batch of {budget['batch_size']}; lower the budget's batch_size or give the corpus more text")
     rng = np.random.default_rng(seed)
-    opt = adamw([p for p in model.parameters() if p.requires_grad], lr=budget["lr"], weight_decay=0.01)
+    opt = adamw([p for p in model.parameters() if p.requires_grad], lr=budget["lr"],
+                weight_decay=float(budget.get("weight_decay", 0.01)))
     sched = linear_warmup_decay(opt, budget["warmup"], budget["steps"])
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     eval_batch = max(64, budget["batch_size"])
+    # the dev sentences cut where the recipe's own evaluation cuts them (SentEval's batcher: not at all)
+    eval_length = int(budget.get("eval_max_length", budget["max_length"]))
+    last_only = budget.get("selection") == "last"  # a recipe without checkpoint selection: its last step
 
     def evaluate(step: int) -> None:
         nonlocal best_state, best
-        measured = dev_measures(model, dev, eval_batch, budget["max_length"])
+        measured = dev_measures(model, dev, eval_batch, eval_length)
         rho = measured["stsb_dev_spearman"]
         history.append({"step": step, **measured})
+        if last_only:
+            if step == budget["steps"]:
+                best = history[-1]  # the model as it ends is the result: nothing to copy and load back
+            return
         if step > 0 and (best is None or rho > best["stsb_dev_spearman"]):  # strict: the earliest of equal steps
             best = history[-1]
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
@@ -143,7 +155,7 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
     bar.close()
     if best is None:  # steps 0: the untrained model is the result (a released checkpoint's evaluation)
         best = history[0]
-    else:
+    elif best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
     return {"objective": objective, "history": history, "best_step": best["step"],

@@ -136,7 +136,7 @@ def _evaluate_check(i: int, check: dict, cplan: ClaimPlan, tier: dict, ev: Evide
     elif not row.judged:
         row.measured_outcome, row.outcome = row.outcome, "shown"
         row.reason = row.reason or f"a {scope} check; tier {tier['name']} judges {', '.join(tier['judges'])}"
-    elif row.outcome == "contradicted" and tier["name"] in check.get("budget_limited", {}).get("tiers", []):
+    elif row.outcome == "contradicted" and {tier["name"], "all"} & set(check.get("budget_limited", {}).get("tiers", [])):
         budget_limited(row, check, done)
     return row
 

@@ -15,6 +15,7 @@ machine, each with the threads its provenance names (printed), while the table i
 
     python benchmarks/plan_vs_measured.py [--tier micro] [--results results/micro] [--resources resources/micro]
         [--throughput TABLE] [--runs]
+    python benchmarks/plan_vs_measured.py --smallest      # the tiny tier: the code path in seconds
 """
 from __future__ import annotations
 
@@ -63,7 +64,10 @@ def main() -> None:
     ap.add_argument("--claims-dir", default=str(REPO / "replications"))
     ap.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
     ap.add_argument("--runs", action="store_true", help="also print every run's planned and measured seconds")
+    ap.add_argument("--smallest", action="store_true", help="the code path in seconds: the tiny tier")
     args = ap.parse_args()
+    if args.smallest:
+        args.tier = "tiny"
     tier = load_tier(args.tier)
     results = Path(args.results or REPO / "results" / tier["name"])
     roots = {"results": results, "resources": Path(args.resources or REPO / "resources" / tier["name"])}

@@ -84,7 +84,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
     ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("--dev-pairs", type=int, default=None, help="a seeded sample of STS-B dev (default: all 1500 pairs)")
+    ap.add_argument("--dev-pairs", type=int, default=None,
+                    help="a seeded sample of STS-B dev (default: all 1500 pairs)")
     ap.add_argument("--smallest", action="store_true",
                     help="the code path in seconds: SimCSE, one step of 4 sentences, 16 dev pairs, one thread")
     args = ap.parse_args()

@@ -46,7 +46,8 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=micro["budget"]["lr"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--random-weights", action="store_true", help="train the random-weights twin instead")
-    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT", str(HERE.parent.parent / "shared" / "data")))
+    ap.add_argument("--data-root",
+                    default=os.environ.get("PLMCLAIMS_DATA_ROOT", str(HERE.parent.parent / "shared" / "data")))
     ap.add_argument("--resources", default=str(HERE.parent / "resources" / "micro"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the curves to this file")

@@ -3,8 +3,9 @@ union of every benchmark's sentences once (families/sts/runs.union_sentences, wh
 runs encode), side by side in one process with the same model, threads and batch size; and the dynamic-int8 model
 batched against one sentence a batch (what the compress run does: dynamic quantisation scales activations per batch).
 
-Prints the sentences each way, the CPU seconds of each (this process's, best of --repeats, the two ways alternating; on
-one thread CPU seconds are what an idle core takes, whatever else the machine runs) and their wall seconds, their ratio, the largest difference between the two ways' vectors (float32: rounding only), and for int8
+Prints the sentences each way, the CPU seconds of each (this process's, best of --repeats, the two ways alternating;
+on one thread CPU seconds are what an idle core takes, whatever else the machine runs) and their wall seconds, their
+ratio, the largest difference between the two ways' vectors (float32: rounding only), and for int8
 the largest difference between a sentence's vector encoded in the union and with its benchmark alone (batched: the
 batching moves it; one a batch: zero).
 
@@ -85,15 +86,15 @@ def main() -> None:
     print(f"sentences: {each} benchmark by benchmark, {len(union)} in the union ({len(union) / each:.3f})")
     each_s, union_s, diff = compare(model, args.batch_size, args.batch_size)
     print(f"float32: each benchmark {each_s[0]:.1f} CPU-s ({each_s[1]:.1f} s wall), union {union_s[0]:.1f} CPU-s "
-          f"({union_s[1]:.1f} s wall), ratio {union_s[0] / each_s[0]:.3f}; max |vector difference| {diff:.2e} (rounding: "
-          "other batch neighbours)")
+          f"({union_s[1]:.1f} s wall), ratio {union_s[0] / each_s[0]:.3f}; max |vector difference| {diff:.2e} "
+          "(rounding: other batch neighbours)")
     if args.no_int8:
         return
     q = quantize.quantize_int8(model)
     for batch in (args.batch_size, 1):
         each_s, union_s, diff = compare(q, batch, batch)
-        print(f"int8, {batch} a batch: each benchmark {each_s[0]:.1f} CPU-s, union {union_s[0]:.1f} CPU-s ({union_s[1]:.1f} "
-              f"s wall); max |vector difference| between a benchmark alone and the union {diff:.2e}")
+        print(f"int8, {batch} a batch: each benchmark {each_s[0]:.1f} CPU-s, union {union_s[0]:.1f} CPU-s "
+              f"({union_s[1]:.1f} s wall); max |vector difference| between a benchmark alone and the union {diff:.2e}")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def floor(task: str, labels: np.ndarray) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT"), help="required (or PLMCLAIMS_DATA_ROOT)")
+    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT"),
+                    help="required (or PLMCLAIMS_DATA_ROOT)")
     ap.add_argument("--task", choices=sorted(PRIMARY), help="required unless --smallest")
     ap.add_argument("--method", help="required unless --smallest")
     ap.add_argument("--lrs", type=float, nargs="+", help="required unless --smallest")
@@ -63,7 +64,8 @@ def main() -> None:
                     help="STS-B: subtract the training sample's mean score from its targets (a diagnosis: does full "
                          "fine-tuning collapse because 76 steps cannot move the regression output to the mean?)")
     ap.add_argument("--smallest", action="store_true",
-                    help="the code path in seconds: STS-B, full fine-tuning at 1e-4, 16 training and 8 held-out examples")
+                    help="the code path in seconds: STS-B, full fine-tuning at 1e-4, 16 training and 8 held-out "
+                         "examples")
     args = ap.parse_args()
     if args.smallest:
         args.task, args.method, args.lrs = args.task or "STS-B", args.method or "full-finetuning", args.lrs or [1e-4]

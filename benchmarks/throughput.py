@@ -262,7 +262,8 @@ def main() -> None:
                     help="measure only each job's slowdown when JOBS one-thread jobs run at once (CPU) and write it "
                          "into this existing table")
     ap.add_argument("--smallest", action="store_true",
-                    help="the code path in seconds: micro-bert only, one timed step, no warm-up (prints, writes nothing)")
+                    help="the code path in seconds: micro-bert only, one timed step, no warm-up (prints, writes "
+                         "nothing)")
     ap.add_argument("--rate-worker", action="store_true", help=argparse.SUPPRESS)  # one --side-by-side job
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")

@@ -75,7 +75,8 @@ def encode(tier: dict, instance: str, evaluator: str, form: str, data_root: str 
             max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
             union = union_sentences(datasets)
             log.info("encode %s: %d sentences of %d benchmarks", instance, len(union), len(datasets))
-            vecs = encoders.encode_layers(model, tok, union, batch_size=int(enc.get("batch_size", 64)), max_length=max_len)
+            vecs = encoders.encode_layers(model, tok, union, batch_size=int(enc.get("batch_size", 64)),
+                                          max_length=max_len)
             row = {s: i for i, s in enumerate(union)}
             for d in datasets:  # each benchmark's rows, in its own sentence order (what score reads)
                 sents = d.sentences()

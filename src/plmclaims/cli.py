@@ -123,6 +123,21 @@ def cmd_rehearse(args) -> None:
                       args.snakemake_args)
 
 
+def cmd_batch(args) -> None:
+    """Several planned runs of one rule command in this process, one after another: `--runs` is a JSON list of
+    [spec, out] pairs, and what follows it the rule command and the arguments its runs share. Each run writes its own
+    outputs and provenance as its own job would (its start-up counted from the end of the run before:
+    provenance.Run); the job pays the interpreter's start and the imports once (the workflow's short rules)."""
+    import json
+
+    if not args.command:
+        raise UserError("batch: name the rule command after --runs, with its shared arguments (e.g. probe --vectors V)")
+    parser = build_parser()
+    for spec, out in json.loads(args.runs):
+        run_args = parser.parse_args([args.command[0], "--spec", spec, "--out", out, *args.command[1:]])
+        run_args.fn(run_args)
+
+
 def cmd_plan(args) -> None:
     from . import costs
     from .claims import load_claims
@@ -189,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", default=None)
     for name in families.BUILT:
         families.implementation(name, "commands").add_commands(run_cmd)
+    sp = add("batch", cmd_batch, "run several planned runs of one rule command in one process (the short rules)")
+    sp.add_argument("--runs", required=True, help="a JSON list of [spec, out] pairs")
+    sp.add_argument("command", nargs=argparse.REMAINDER, help="the rule command and the arguments its runs share")
     sp = add("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)

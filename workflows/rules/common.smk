@@ -1,6 +1,7 @@
 # Load and validate claims and the tier before any compute, plan the runs they need, and check the data those runs
 # read. A malformed file, a missing data root or a changed data file stops here with one line (dry runs included).
 # Every path and every spec a rule uses comes from plmclaims.plan; every value that reaches a shell is quoted.
+import json
 import os
 import shlex
 import sys
@@ -106,6 +107,39 @@ def upstream(kind):
 def data_of(wc):
     """The data files the run reads: inputs, so changed data reruns exactly what reads it."""
     return DATA[planned(wc).key]
+
+
+# The short rules (a probe, one layer's geometry or attention shares, one layer of a CKA run) each read one upstream
+# run's arrays and compute for a second or two, while a job of their own pays several seconds of interpreter start,
+# imports and data reading. They run in batches instead: one job per group of runs that read the same upstream run,
+# at most BATCH_MOST a job (more saves start-ups; fewer keeps both cores busy at the end), each run still writing its
+# own files and its own provenance (`plmclaims batch`).
+BATCH_MOST = 16
+
+
+def batches(kind):
+    """(name, runs) for each batch of the planned runs of `kind`: the runs that read one upstream run, in key order,
+    BATCH_MOST at most; name (<upstream key>_<chunk>) is stable while the plan is."""
+    groups = {}
+    for run in sorted((r for r in RUNS.values() if r.kind == kind), key=lambda r: r.key):
+        (up,) = run.upstream  # a batched kind reads exactly one run
+        groups.setdefault(up.key, []).append(run)
+    return [(f"{key}_{i // BATCH_MOST}", runs[i:i + BATCH_MOST])
+            for key, runs in sorted(groups.items()) for i in range(0, len(runs), BATCH_MOST)]
+
+
+def batch_outputs(runs, *extra):
+    """Each run's main file and the other files it writes beside it."""
+    return [f for r in runs for f in (path_of(r), *(f"{r.dir(ROOTS[r.layout().base])}/{x}" for x in extra))]
+
+
+def batch_runs(runs):
+    """`plmclaims batch --runs`: each run's spec and main output."""
+    return json.dumps([[r.to_json(TIER), path_of(r)] for r in runs], separators=(",", ":"))
+
+
+def batch_log(kind, name):
+    return f"{R}/logs/batches/{kind}/{name}.log"
 
 
 def rule_resources(rule):

@@ -75,18 +75,23 @@ rule cka:
         "--out {output.metrics:q} --threads {threads} > {log:q} 2>&1"
 
 
-rule cka_layer:
-    input:
-        cka=upstream("cka"),
-    output:
-        metrics=LAYOUT["cka-layer"].pattern(R),
-        predictions=LAYOUT["cka-layer"].pattern(R, "predictions.npz"),
-    params:
-        spec=spec_of,
-    threads: 1
-    resources:
-        **rule_resources("cka-layer"),
-    log:
-        LAYOUT["cka-layer"].log(R),
-    shell:
-        "{CLI} cka-layer --spec {params.spec:q} --cka {input.cka:q} --out {output.metrics:q} > {log:q} 2>&1"
+# in batches of the layers of one cka run (common.smk: batches), each layer writing its own files and provenance
+for _name, _runs in batches("cka-layer"):
+
+    rule:
+        name:
+            f"cka_layer_batch_{_name}"
+        input:
+            cka=path_of(_runs[0].upstream[0]),
+        output:
+            batch_outputs(_runs, "predictions.npz"),
+        params:
+            # a function: the specs hold '{data_root}', which a string here would read as a wildcard
+            runs=lambda wc, runs=_runs: batch_runs(runs),
+        threads: 1
+        resources:
+            **rule_resources("cka-layer"),
+        log:
+            batch_log("cka-layer", _name),
+        shell:
+            "{CLI} batch --runs {params.runs:q} cka-layer --cka {input.cka:q} > {log:q} 2>&1"

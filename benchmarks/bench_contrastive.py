@@ -12,6 +12,7 @@ network of the micro-BERT's shape (4 x 256, 4 heads, ffn 1024) with random weigh
 
     python benchmarks/bench_contrastive.py [--data-root ../shared/data] [--steps 20] [--batch-size 32] \\
         [--max-length 32] [--threads 2] [--objectives simcse declutr ...]
+    python benchmarks/bench_contrastive.py --smallest     # SimCSE, one step, 16 dev pairs: the code path in seconds
 """
 from __future__ import annotations
 
@@ -55,8 +56,10 @@ def one(name: str, path: str, args, queue) -> None:
     from plmclaims.methods.contrastive.train import train
 
     torch.set_num_threads(args.threads)
-    dev = sts.load({"source": "local", "path": str(Path(args.data_root) / "senteval")}, "STSBenchmark", "tokenised",
-                   "dev", args.data_root)
+    from plmclaims.families.sts.runs import _subsample
+
+    dev = _subsample(sts.load({"source": "local", "path": str(Path(args.data_root) / "senteval")}, "STSBenchmark",
+                              "tokenised", "dev", args.data_root), args.dev_pairs)
     corpus = load_corpus({"max_sentences": args.sentences, "seed": 0})
     budget = {"steps": args.steps, "batch_size": args.batch_size, "max_length": args.max_length, "lr": 3e-5,
               "eval_every": args.steps}
@@ -72,7 +75,7 @@ def main() -> None:
     from plmclaims.methods.contrastive import OBJECTIVES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT", str(REPO.parent / "shared" / "data")))
     ap.add_argument("--resources", default=str(REPO / "resources" / "micro"))
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -81,7 +84,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--dev-pairs", type=int, default=None,
+                    help="a seeded sample of STS-B dev (default: all 1500 pairs)")
+    ap.add_argument("--smallest", action="store_true",
+                    help="the code path in seconds: SimCSE, one step of 4 sentences, 16 dev pairs, one thread")
     args = ap.parse_args()
+    if args.smallest:
+        args.steps, args.batch_size, args.max_length, args.sentences, args.threads = 1, 4, 16, 64, 1
+        args.dev_pairs, args.objectives = 16, ["simcse"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory() as scratch:
         path, what = micro_bert(Path(args.resources), Path(scratch))

@@ -13,6 +13,7 @@ keeping paraphrases together: the objective separates the sentences of a batch b
 
     python benchmarks/contrastive_geometry.py [--objective simcse] [--poolings cls-before-pooler mean] \\
         [--steps 100] [--eval-every 10] [--lr 1e-5] [--data-root ../shared/data] [--json out.json]
+    python benchmarks/contrastive_geometry.py --smallest  # two steps of 4 sentences, 16 dev pairs: the code path
 """
 from __future__ import annotations
 
@@ -45,17 +46,25 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=micro["budget"]["lr"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--random-weights", action="store_true", help="train the random-weights twin instead")
-    ap.add_argument("--data-root", default=str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--data-root",
+                    default=os.environ.get("PLMCLAIMS_DATA_ROOT", str(HERE.parent.parent / "shared" / "data")))
     ap.add_argument("--resources", default=str(HERE.parent / "resources" / "micro"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the curves to this file")
+    ap.add_argument("--smallest", action="store_true",
+                    help="the code path in seconds: two steps of 4 sentences from 64, 16 dev pairs, one thread")
     args = ap.parse_args()
+    from plmclaims.families.sts.runs import _subsample
+
+    small = {"batch_size": 4, "max_length": 16} if args.smallest else {}
+    if args.smallest:
+        args.steps, args.eval_every, args.threads = 2, 1, 1
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(args.threads)
-    dev = sts.load({"source": "local", "path": str(Path(args.data_root) / "senteval")}, "STSBenchmark", "tokenised",
-                   "dev", args.data_root)
-    corpus = load_corpus(micro["corpus"])
-    budget = {**micro["budget"], "steps": args.steps, "eval_every": args.eval_every, "lr": args.lr}
+    dev = _subsample(sts.load({"source": "local", "path": str(Path(args.data_root) / "senteval")}, "STSBenchmark",
+                              "tokenised", "dev", args.data_root), 16 if args.smallest else None)
+    corpus = load_corpus({**micro["corpus"], **({"max_sentences": 64} if args.smallest else {})})
+    budget = {**micro["budget"], "steps": args.steps, "eval_every": args.eval_every, "lr": args.lr, **small}
     curves = {}
     with tempfile.TemporaryDirectory() as scratch:
         path, what = micro_bert(Path(args.resources), Path(scratch))

@@ -8,6 +8,7 @@ hits them alike and the ratios are what to read. Gradients are seeded noise (a s
 
     python benchmarks/optimiser_step.py                    # all-MiniLM-L6-v2 from its PyPI package, 1 thread
     python benchmarks/optimiser_step.py --model PATH --steps 20 --threads 2
+    python benchmarks/optimiser_step.py --smallest         # one step, one round: the code path in seconds
 
 Prints seconds per step for each implementation, each one's ratio to the default, and the largest weight difference
 from the default after `--drift-steps` steps (fused AdamW orders its arithmetic differently: rounding, about 3e-8).
@@ -54,7 +55,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the implementations in alternation")
     ap.add_argument("--drift-steps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the workflow runs CPU jobs on one)")
+    ap.add_argument("--smallest", action="store_true", help="the code path in seconds: one step, one round")
     args = ap.parse_args()
+    if args.smallest:
+        args.steps, args.rounds, args.drift_steps = 1, 1, 1
     torch.set_num_threads(args.threads)
     path = args.model or default_model()
 

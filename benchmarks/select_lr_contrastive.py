@@ -17,6 +17,8 @@ The micro-BERT must have been pre-trained by the micro tier (`snakemake --config
     python benchmarks/select_lr_contrastive.py --data-root ../shared/data [--lrs 1e-5 3e-5 1e-4] [--seeds 1 2] \\
         [--objectives simcse declutr ...] [--jobs 2] [--json rows.json]
     python benchmarks/select_lr_contrastive.py --rows benchmarks/select_lr_contrastive.json   # the committed table
+    python benchmarks/select_lr_contrastive.py --smallest   # SimCSE, one rate, one step of 4 sentences (the micro-BERT
+                                                            # if pre-trained, else a random one of its shape)
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import multiprocessing as mp
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,25 +37,43 @@ sys.path.insert(0, str(REPO / "src"))
 
 from plmclaims.methods.contrastive import OBJECTIVES  # noqa: E402  (the names only: no torch)
 
+SMALLEST = {"steps": 1, "eval_every": 1, "batch_size": 4, "max_length": 16}  # --smallest's budget
+
+
+def micro_bert_path(resources: str, scratch: str, smallest: bool) -> str:
+    """The pre-trained micro-BERT (seed 1) under `resources`; with --smallest, a random network of its shape when the
+    tier has not pre-trained it (benchmarks/bench_contrastive.py's fallback)."""
+    from plmclaims import runs
+    from plmclaims.tiers import Instance, load_tier
+
+    tier = load_tier("micro")
+    path = runs.model_source(tier, Instance.parse("micro-bert.s1", tier), resources)
+    if (Path(path) / "config.json").is_file():
+        return path
+    if not smallest:
+        raise SystemExit(f"{path}: the micro-BERT is not pre-trained; run the micro tier's pretrain rule first")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_contrastive import micro_bert
+
+    return micro_bert(Path(resources), Path(scratch))[0]
+
 
 def one(job: tuple) -> dict:
     """Train one (objective, lr, seed) in this worker process; its dev history and best checkpoint."""
-    name, lr, seed, data_root, resources = job
+    name, lr, seed, data_root, path, small = job
     import torch
 
-    from plmclaims import runs
     from plmclaims.data.sentences import load_corpus
     from plmclaims.families.contrastive.runs import load_dev
     from plmclaims.methods.contrastive.train import train
-    from plmclaims.tiers import Instance, load_tier
+    from plmclaims.tiers import load_tier, with_overrides
 
     torch.set_num_threads(1)
     tier = load_tier("micro")
+    if small:  # --smallest: a few sentences and dev pairs, one step
+        tier = with_overrides(tier, {"data.max_pairs": 16, "contrastive.corpus.max_sentences": 64,
+                                     "contrastive.budget": {**tier["contrastive"]["budget"], **SMALLEST}})
     section = tier["contrastive"]
-    inst = Instance.parse("micro-bert.s1", tier)
-    path = runs.model_source(tier, inst, resources)
-    if not (Path(path) / "config.json").is_file():
-        raise SystemExit(f"{path}: the micro-BERT is not pre-trained; run the micro tier's pretrain rule first")
     params = {k: v for k, v in section.get("methods", {}).get(name, {}).items() if k != "lr"}
     budget = {**section["budget"], "lr": lr}
     dev = load_dev(tier, "tokenised", data_root)
@@ -101,7 +122,8 @@ def main() -> None:
     from plmclaims.tiers import load_tier
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", help="the offline data (required unless --rows)")
+    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT"),
+                    help="the offline data (required unless --rows; default: PLMCLAIMS_DATA_ROOT)")
     ap.add_argument("--resources", default=str(REPO / "resources" / "micro"))
     ap.add_argument("--lrs", nargs="+", type=float, default=None,
                     help="rates to try (default 1e-5 3e-5 1e-4; with --rows: every rate the rows hold)")
@@ -112,7 +134,12 @@ def main() -> None:
     ap.add_argument("--results", default=str(REPO / "results" / "micro"),
                     help="the micro tier's results: its finished runs at the tier's own rates are read, not repeated")
     ap.add_argument("--rows", help="print the table from rows a previous --json wrote, training nothing")
+    ap.add_argument("--smallest", action="store_true",
+                    help="the code path in seconds: SimCSE at 1e-5, one seed, one step of 4 sentences, 16 dev pairs")
     args = ap.parse_args()
+    if args.smallest:
+        args.objectives, args.lrs, args.seeds, args.jobs = ["simcse"], [1e-5], [1], 1
+        args.results = args.results if Path(args.results).is_dir() else str(REPO / "results" / "none")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.rows:
         saved = json.loads(Path(args.rows).read_text())
@@ -122,9 +149,11 @@ def main() -> None:
         ap.error("--data-root is required to train (or give --rows)")
     tier = load_tier("micro")
     budget, rates, lrs = tier["contrastive"]["budget"], tier_rates(tier), args.lrs or [1e-5, 3e-5, 1e-4]
-    done = finished(Path(args.results))
+    done = {} if args.smallest else finished(Path(args.results))
+    scratch = tempfile.TemporaryDirectory()
+    path = micro_bert_path(args.resources, scratch.name, args.smallest)
     rows = [done[(n, lr, s)] for n in args.objectives for lr in lrs for s in args.seeds if (n, lr, s) in done]
-    jobs = [(n, lr, s, args.data_root, args.resources) for n in args.objectives for lr in lrs for s in args.seeds
+    jobs = [(n, lr, s, args.data_root, path, args.smallest) for n in args.objectives for lr in lrs for s in args.seeds
             if (n, lr, s) not in done]
     print(f"micro budget: {budget['steps']} steps of {budget['batch_size']} x {budget['max_length']} tokens, "
           f"warm-up {budget.get('warmup', 0)}, dev every {budget['eval_every']} steps; {len(rows)} runs read from "
@@ -138,6 +167,7 @@ def main() -> None:
                   f"{r['best_step']} (step 0: {r['start']:.2f}; {r['seconds']:.0f} s)", flush=True)
         pool.close()
         pool.join()
+    scratch.cleanup()
     if args.json:
         Path(args.json).write_text(json.dumps({"budget": budget, "tier_lrs": rates, "rows": rows}, indent=1))
     table(rows, args.objectives, lrs, rates)

@@ -8,10 +8,12 @@ collapsed model predicts one class or one value) and the last training loss.
 
     python benchmarks/select_lr_micro.py --data-root ../shared/data --task STS-B --method full-finetuning \\
         --lrs 2e-5 5e-5 1e-4 --epochs 2 --seeds 1
+    python benchmarks/select_lr_micro.py --smallest   # STS-B, one rate, 16 training examples: the code path in seconds
 """
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -46,10 +48,11 @@ def floor(task: str, labels: np.ndarray) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", required=True)
-    ap.add_argument("--task", required=True, choices=sorted(PRIMARY))
-    ap.add_argument("--method", required=True)
-    ap.add_argument("--lrs", type=float, nargs="+", required=True)
+    ap.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT"),
+                    help="required (or PLMCLAIMS_DATA_ROOT)")
+    ap.add_argument("--task", choices=sorted(PRIMARY), help="required unless --smallest")
+    ap.add_argument("--method", help="required unless --smallest")
+    ap.add_argument("--lrs", type=float, nargs="+", help="required unless --smallest")
     ap.add_argument("--epochs", type=int, nargs="+", default=[2])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--max-train", type=int, default=600)
@@ -60,7 +63,16 @@ def main() -> None:
     ap.add_argument("--center-targets", action="store_true",
                     help="STS-B: subtract the training sample's mean score from its targets (a diagnosis: does full "
                          "fine-tuning collapse because 76 steps cannot move the regression output to the mean?)")
+    ap.add_argument("--smallest", action="store_true",
+                    help="the code path in seconds: STS-B, full fine-tuning at 1e-4, 16 training and 8 held-out "
+                         "examples")
     args = ap.parse_args()
+    if args.smallest:
+        args.task, args.method, args.lrs = args.task or "STS-B", args.method or "full-finetuning", args.lrs or [1e-4]
+        args.max_train, args.heldout, args.batch_size, args.max_length, args.epochs = 16, 8, 8, 16, [1]
+    missing = [f"--{k.replace('_', '-')}" for k in ("data_root", "task", "method", "lrs") if not getattr(args, k)]
+    if missing:
+        ap.error(f"required: {', '.join(missing)}")
 
     import torch
 

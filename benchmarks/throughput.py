@@ -29,6 +29,7 @@ tier recorded.
     python benchmarks/throughput.py --startup-only benchmarks/throughput/<device>.json  # re-measure start-up only
     python benchmarks/throughput.py --pretrain-only benchmarks/throughput/<device>.json  # pre-training rates only
     python benchmarks/throughput.py --side-by-side 2 benchmarks/throughput/<device>.json  # 2 jobs' slowdown only
+    python benchmarks/throughput.py --smallest       # micro-bert, one timed step: the code path in seconds (prints)
 """
 from __future__ import annotations
 
@@ -260,6 +261,9 @@ def main() -> None:
     ap.add_argument("--side-by-side", nargs=2, metavar=("JOBS", "TABLE"), default=None,
                     help="measure only each job's slowdown when JOBS one-thread jobs run at once (CPU) and write it "
                          "into this existing table")
+    ap.add_argument("--smallest", action="store_true",
+                    help="the code path in seconds: micro-bert only, one timed step, no warm-up (prints, writes "
+                         "nothing)")
     ap.add_argument("--rate-worker", action="store_true", help=argparse.SUPPRESS)  # one --side-by-side job
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads (default on a CPU: 1, as the workflow runs each job; on a GPU: torch's default)")
@@ -270,6 +274,8 @@ def main() -> None:
     if args.rate_worker:
         return _rate_worker()
     dtype, shape = autocast_dtype(device), shapes(device)
+    if args.smallest:
+        args.only, shape = ["micro-bert"], {**shape, "warmup": 0, "steps": 1}
     if args.side_by_side and (device.type != "cpu" or int(args.side_by_side[0]) < 2):
         sys.exit("--side-by-side: JOBS must be 2 or more, on a CPU (a GPU runs one job at a time)")
     if args.startup_only or args.pretrain_only or args.side_by_side:

@@ -187,11 +187,14 @@ def test_the_registry_fills_the_schema_and_every_built_family_is_whole():
         impl = families.implementation(fam.name, "plan")
         assert callable(impl.plan_measurement) and callable(impl.data_files), fam.name
         rules = (Path(families.__file__).parent / fam.package / "rules.smk").read_text()
-        for kind in fam.layouts:
-            assert f'LAYOUT["{kind}"].pattern(' in rules, (fam.name, kind)
+        for kind in fam.layouts:  # a rule per run, or one per batch of the short runs (plmclaims.batching)
+            assert f'LAYOUT["{kind}"].pattern(' in rules or f'batches("{kind}")' in rules, (fam.name, kind)
         for line in rules.splitlines():
             if '"{CLI} ' in line:
-                assert line.split('"{CLI} ')[1].split()[0] in subcommands, line
+                command = line.split('"{CLI} ')[1].split()
+                assert command[0] in subcommands, line
+                if command[0] == "batch":  # the rule command each run of the batch executes
+                    assert command[3] in subcommands and command[1:3] == ["--runs", "{params.runs:q}"], line
     for name in BOOTSTRAP_METRICS:
         assert callable(stats.metric_function(name))
     with pytest.raises(ValueError):

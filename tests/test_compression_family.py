@@ -158,8 +158,8 @@ def test_int8_vectors_do_not_depend_on_the_sentences_batched_with_them(minilm_ti
     rows = [union.index(s) for s in alone]
     x_union, x_alone = (encoders.pool(encode(s, 32, 256), "mean") for s in (union, alone))
     assert info["batch_size"] == 1 and np.array_equal(x_union[rows], x_alone)
-    batched = [encoders.pool(encoders.encode_layers(model, tok, s, batch_size=32, max_length=256, progress=False), "mean")
-               for s in (union, alone)]
+    batched = [encoders.pool(encoders.encode_layers(model, tok, s, batch_size=32, max_length=256, progress=False),
+                             "mean") for s in (union, alone)]
     np.testing.assert_allclose(batched[0][rows], batched[1], atol=1e-5)
 
 

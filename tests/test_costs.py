@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from plmclaims import costs
+from plmclaims import costs, plan_report
 from plmclaims.claims import load_claims
 from plmclaims.models import microbert
 from plmclaims.plan import all_runs, plan_all
@@ -169,7 +169,7 @@ def test_transfer_hours_scale_with_steps_and_sequence_length(paper):
 
 def test_cpu_rules_are_marked_not_counted(paper):
     tier, plans = paper
-    out = costs.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
+    out = plan_report.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
     rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha() and len(line.split()) >= 3}
     for rule in ("cka-layer", "geometry", "attention", "probe"):
         assert "(CPU work, not counted)" in rows[rule] and "0.000" not in rows[rule]
@@ -260,12 +260,12 @@ def test_the_plan_prints_the_wall_time_of_jobs_side_by_side(paper):
     that did not says nothing about wall time."""
     tier, plans = paper
     path = costs.TABLE_DIR / "test.json"
-    plain = costs.render(plans, tier, path, TABLE)
-    assert "side by side" not in plain
-    table = {**TABLE, "side_by_side": {"jobs": 2, "slowdown": 1.5, "date": "2000-01-01"}}
-    out = costs.render(plans, tier, path, table)
+    plain = plan_report.render(plans, tier, path, TABLE)
     total = costs.plan_costs(plans, TABLE)["total"]["seconds"]
-    line = next(l for l in out.splitlines() if "side by side" in l)
+    assert "slower beside the others" not in plain and f"at least {costs._hours(total / 2)} h" in plain
+    table = {**TABLE, "side_by_side": {"jobs": 2, "slowdown": 1.5, "date": "2000-01-01"}}
+    out = plan_report.render(plans, tier, path, table)
+    line = next(l for l in out.splitlines() if "slower beside the others" in l)
     assert f"at least {costs._hours(total * 1.5 / 2)} h" in line and "1.50x" in line
 
 
@@ -291,7 +291,8 @@ def test_each_contrastive_objective_pays_for_its_own_passes(paper):
     b = {**section["budget"], "steps": estimated_steps(section["budget"], section["corpus"])}
     n = b["steps"] * b["batch_size"]
     per_seq = min(b["max_length"], 2 * costs.STS_TOKENS)
-    eval_s = ((b["steps"] // b["eval_every"] + 2) * 2 * 1500 + 2 * costs.STS_PAIRS) * costs.STS_TOKENS / 1000.0
+    evals = (b["steps"] // b["eval_every"] + 2) * 2 * 1500  # STS-B dev's sentences at each evaluation
+    eval_s = (evals + costs.STS_SENTENCES["senteval"]) * costs.STS_TOKENS / 1000.0
     train_s = 2 * n * per_seq / 250.0  # 6 x params x tokens at 6 x params x 250 tokens/s
     assert base.seconds == pytest.approx(eval_s + train_s)
 
@@ -372,5 +373,112 @@ def test_a_tables_job_start_up_is_added_once_to_every_priced_run_and_to_no_cpu_r
             assert with_startup.seconds == without.seconds == 0, run
             cpu += 1
     assert priced > 100 and cpu > 100
-    assert "adds its start-up, 7.5 s" in costs.render(plans, tier, costs.TABLE_DIR / "t.json", started)
-    assert "job start-up is not priced" in costs.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
+    assert "adds its start-up, 7.5 s" in plan_report.render(plans, tier, costs.TABLE_DIR / "t.json", started)
+    assert "job start-up is not priced" in plan_report.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
+
+
+# ---------------------------------------------------------------- what the plan prints: counts, expected time, GPU-h
+
+def test_the_three_counts_are_the_verdicts_runs_the_plans_runs_and_snakemakes_jobs(repo, data_root, tmp_path):
+    """`plmclaims validate` counts the runs the verdicts read, the plan every run (with those they read from), and
+    Snakemake its jobs; the plan prints all three, and its job count is the one `snakemake -n` plans (tiny tier)."""
+    import re
+
+    tier = load_tier("tiny")
+    plans = plan_all(load_claims(repo / "replications"), tier)
+    res = costs.plan_costs(plans, TABLE)
+    n = plan_report.job_counts(plans, res)
+    assert n["read"] == len({r.key for p in plans for r in p.score_runs()}) < n["runs"] == len(res["runs"])
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--snakefile",
+                          str(repo / "Snakefile"), "--directory", str(tmp_path), "--config", "tier=tiny",
+                          f"data_root={data_root}",
+                          f"claims_dir={repo / 'replications'}"], capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    total = int(re.search(r"^total\s+(\d+)", dry.stdout, re.M).group(1))
+    assert n["jobs"] == total
+    batched = [k for k in plan_report.batching.BATCHED_KINDS if k in n["jobs_by_rule"]]
+    assert sum(n["jobs_by_rule"][k] for k in batched) < sum(1 for r in res["runs"].values() if r.kind in batched)
+    out = plan_report.render(plans, tier, costs.TABLE_DIR / "t.json", TABLE)
+    assert f"counts: {n['read']} runs the verdicts read" in out and f"{n['jobs']} Snakemake jobs" in out
+
+
+def test_expected_time_is_the_lower_bound_times_each_rules_measured_factor(paper, tmp_path, monkeypatch):
+    """A measured run of the tier (benchmarks/measured/<tier>.json) corrects each priced rule by its factor (measured
+    job-seconds / what the plan priced then), gives a rule the plan does not price its measured seconds a run, takes a
+    batched rule's saved start-ups off, and turns the sum into a wall time at --cores with the measured packing."""
+    import json
+
+    tier, plans = paper
+    res = costs.plan_costs(plans, TABLE)
+    rule = res["by_rule"]
+    measured = {"tier": tier["name"], "commit": "0" * 40, "date": "2000-01-01", "machine": "test", "table": "t.json",
+                "cores": 2, "wall_s": 1100.0, "job_seconds": 2000.0,
+                "rules": {"finetune": {"runs": 10, "jobs": 10, "job_seconds": 300.0, "planned_s": 100.0},
+                          "probe": {"runs": 10, "jobs": 10, "job_seconds": 50.0, "planned_s": 0.0},
+                          "verdict": {"runs": 2, "jobs": 2, "job_seconds": 4.0, "planned_s": 0.0}},
+                "batch_saves_s": {"probe": 1.0}}
+    monkeypatch.setattr(plan_report, "MEASURED_DIR", tmp_path)
+    (tmp_path / f"{tier['name']}.json").write_text(json.dumps(measured))
+    jobs = plan_report.job_counts(plans, res)["jobs_by_rule"]
+    got = plan_report.expected_seconds({**res, "claims_n": len(plans)}, measured, jobs)
+    assert got["finetune"] == pytest.approx(3.0 * rule["finetune"]["seconds"])
+    assert got["probe"] == pytest.approx(5.0 * rule["probe"]["runs"] - (rule["probe"]["runs"] - jobs["probe"]) * 1.0)
+    assert jobs["probe"] < rule["probe"]["runs"] and got["verdict"] == pytest.approx(2.0 * len(plans))
+    assert got["contrastive"] is None  # nothing measured for it: left out, and said so
+    cpu = {**TABLE, "device_type": "cpu"}
+    out = plan_report.render(plans, tier, tmp_path / "t.json", cpu, cores=2)
+    line = next(l for l in out.splitlines() if l.strip().startswith("expected:") and " h (" in l)
+    known = sum(v for v in got.values() if v is not None)
+    assert f"expected: {costs._hours(max(known / 2 * 1.1, 0))} h" in line and "1.10 packing" in line
+    assert "nothing measured for" in line and "contrastive" in line
+    # a measurement priced with another table is not applied
+    other = plan_report.render(plans, tier, tmp_path / "other.json", cpu)
+    assert "no measured run of tier paper" in other
+
+
+def test_a_gpu_tier_without_a_measured_gpu_table_is_an_estimate_from_flops(paper, repo):
+    """GPU-hours from FLOPs at the named GPU's dense bf16 peak and the stated utilisation, labelled an estimate;
+    per family, with peak memory and prefetch disk (what a workstation tier reads)."""
+    tier, plans = paper
+    assert plan_report.gpu_tier(tier) and not plan_report.gpu_tier(load_tier("micro"))
+    est = plan_report.gpu_estimate(TABLE, "H100-SXM", 0.5)
+    for row in est["architectures"].values():  # 2 x params FLOPs a token forward, 6 x with the backward
+        assert 2 * row["params"] * row["forward_tokens_per_s"] == pytest.approx(989e12 * 0.5)
+        assert 6 * row["params"] * row["train_tokens_per_s"] == pytest.approx(989e12 * 0.5)
+    run = next(r for r in _runs(plans, "finetune") if r.instance.startswith("bert-base-uncased"))
+    plain = costs.run_cost(run, TABLE)
+    fast = costs.run_cost(run, est)
+    assert fast.steps == plain.steps and 0 < fast.seconds < plain.seconds
+    with pytest.raises(Exception, match="allowed values: A100"):
+        plan_report.gpu_estimate(TABLE, "nosuch")
+    res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "plan", "--tier", "paper", "--gpu", "H100-SXM",
+                          "--mfu", "0.4", "--claims-dir", str(repo / "replications")], capture_output=True, text=True,
+                         cwd=repo, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "GPU-hours ESTIMATED from FLOPs" in out and "H100-SXM" in out and "989 TFLOP/s, at 40% utilisation" in out
+    assert "GPU-h" in out and "CPU-h" not in out and "prefetch disk" in out
+    fams = out[out.index("\nfamily "):]
+    assert "glue " in fams and "contrastive " in fams and "GiB" in fams
+
+
+def test_job_seconds_per_rule_are_read_from_snakemake_logs(tmp_path):
+    """benchmarks/plan_vs_measured.py --snakemake-log: a job runs from the stamp above its rule block to the one above
+    its `Finished jobid`; a batch's rule and a causal LM's two jobs count under their run kind; logs of a run resumed
+    in pieces add up, and a job that never finished is left out."""
+    sys.path.insert(0, str(costs.TABLE_DIR.parent))
+    from plan_vs_measured import kind_of_rule, log_jobs
+
+    (tmp_path / "a.log").write_text(
+        "[Sat Dec  5 01:00:00 2026]\nlocalrule probe_batch_0123456789_0:\n    input: x\n    jobid: 7\n"
+        "[Sat Dec  5 01:00:00 2026]\nrule lm_train:\n    jobid: 8\n"
+        "[Sat Dec  5 01:00:30 2026]\nFinished jobid: 7 (Rule: probe_batch_0123456789_0)\n"
+        "[Sat Dec  5 01:01:40 2026]\nFinished jobid: 8 (Rule: lm_train)\n"
+        "[Sat Dec  5 01:01:40 2026]\nrule encode:\n    jobid: 9\n")
+    (tmp_path / "b.log").write_text("[Sat Dec  5 02:00:00 2026]\nrule lm_eval:\n    jobid: 1\n"
+                                    "[Sat Dec  5 02:00:05 2026]\nFinished jobid: 1 (Rule: lm_eval)\n")
+    rules, wall = log_jobs([tmp_path / "a.log", tmp_path / "b.log"])
+    assert rules == {"probe_batch_0123456789_0": [30.0], "lm_train": [100.0], "lm_eval": [5.0]} and wall == 105.0
+    assert [kind_of_rule(r) for r in ("probe_batch_0123456789_0", "lm_train", "probe_encode", "cka_layer",
+                                      "fit_encode", "verdict")] == ["probe", "lm", "probe-encode", "cka-layer",
+                                                                    "fitencode", "verdict"]

@@ -236,7 +236,7 @@ def test_finetuned_run_scores_as_finetune_and_its_saved_model_predicts_the_same(
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from plmclaims.families.glue import runs as glue_runs
-    from plmclaims.families.glue.plan import finetune_run, finetuned_run
+    from plmclaims.families.glue.plan import finetune_run, finetuned_run, saved_twin
 
     tier = with_overrides(load_tier("tiny"), {"finetune.budget.max_train": 8, "finetune.budget.max_dev": 12})
     tier["finetune"].pop("skip_tasks")
@@ -255,6 +255,28 @@ def test_finetuned_run_scores_as_finetune_and_its_saved_model_predicts_the_same(
     for name in preds["finetune"].files:
         assert np.array_equal(preds["finetune"][name], preds["finetuned"][name]), name
     assert not outs["finetune"].with_name("model").exists()
+    # so a finetune run whose twin the workflow also plans copies it (glue.plan.saved_twin): the same values and
+    # predictions as training it, the twin named in its provenance; another run's twin is refused
+    ft = finetune_run(tier, *args)
+    assert saved_twin(ft).key == finetuned_run(tier, *args).key and saved_twin(finetune_run(tier, *args[:1], "adapter",
+                                                                                             *args[2:])) is None
+    copy = tmp_path / "copy" / "metrics.json"
+    glue_runs.copy_saved_twin(ft.tier("tiny", "tiny.yaml"), ft, outs["finetuned"], str(tmp_path / "res"), copy)
+    copied = json.loads(copy.read_text())
+    assert copied["values"] == values["finetuned"]
+    assert copied["provenance"]["copied_from"]["key"] == outs["finetuned"].parent.name
+    volatile = {"peak_memory_mb", "train_wall_s"}  # the measures of how the training ran (test_determinism's VOLATILE)
+    assert {k: v for k, v in copied["values"].items() if k not in volatile} == {
+        k: v for k, v in values["finetune"].items() if k not in volatile}
+    trained = json.loads(outs["finetune"].read_text())["provenance"]
+    assert {k: v for k, v in copied["provenance"]["config"].items() if k != "model"} == {
+        k: v for k, v in trained["config"].items() if k != "model"}
+    assert copied["provenance"]["data_sha256"] == trained["data_sha256"]
+    for name in preds["finetune"].files:
+        assert np.array_equal(np.load(copy.with_name("predictions.npz"))[name], preds["finetune"][name]), name
+    with pytest.raises(UserError, match="not the finetuned run of"):
+        glue_runs.copy_saved_twin(ft.tier("tiny", "tiny.yaml"), finetune_run(tier, *args[:3], 2, args[4]),
+                                  outs["finetuned"], str(tmp_path / "res"), tmp_path / "other" / "metrics.json")
     # the saved model alone (plus the offset its config carries for a regression head) reproduces the dev predictions
     model_dir = outs["finetuned"].with_name("model")
     model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()

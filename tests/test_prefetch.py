@@ -161,6 +161,26 @@ def test_tampered_prefetched_file_stops_the_load_in_one_line(prefetched, tamper,
     assert f"plmclaims prefetch --tier hubtest --out {prefetched}" in line
 
 
+def test_a_tokenizer_of_another_model_is_prefetched_and_refused_at_load(project, hub_repos, tmp_path, monkeypatch):
+    """The hub serves what it has: a MiniLM repository whose tokenizer names ids past the embedding's 30522 rows (a
+    byte-level BPE's, say) is prefetched, and the first load (every rule's, through hub.resolve) stops in one line
+    rather than with an index error mid-run."""
+    bad = tmp_path / "minilm-other-tokenizer"
+    shutil.copytree(hub_repos[("model", MINILM)], bad)
+    tok = json.loads((bad / "tokenizer.json").read_text())
+    tok["model"]["vocab"]["<filler-past-the-rows>"] = 31000
+    (bad / "tokenizer.json").write_text(json.dumps(tok))
+    with FakeHub({**hub_repos, ("model", MINILM): bad}) as hub:
+        res = _prefetch(project, hub)
+    assert res.returncode == 0, res.stderr[-2000:]
+    monkeypatch.setenv("PLMCLAIMS_HUB_DIR", str(project / "resources" / "hub"))
+    monkeypatch.setattr(hubmod, "_verified", set())
+    with pytest.raises(UserError) as err:
+        hubmod.resolve(MINILM, "model", "hubtest", PIN)
+    line = str(err.value)
+    assert "\n" not in line and "the tokenizer has ids up to 31000, but config.json's vocab_size is 30522" in line
+
+
 def test_verified_once_per_process_and_a_changed_pin_refused(prefetched, monkeypatch):
     folder = prefetched / "models" / MINILM
     assert hubmod.resolve(MINILM, "model", "hubtest", PIN) == str(folder)

@@ -175,6 +175,20 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
         assert [p["x"] for p in verdict["measurements"]["layers"]["curve"]] == list(range(7))
     enc = json.loads(Path(cplan.measurements["middle"].runs[0].upstream[0].path(roots["results"])).with_name("metrics.json").read_text())
     assert enc["values"]["layers"] == 7 and enc["values"]["parts"]["train"]["sentences"] > 30
+    # the workflow runs probes in batches, one process for the probes of one encode (`plmclaims batch`): each run
+    # writes what its own job would, with its own provenance
+    from plmclaims import cli
+
+    runs = cplan.measurements["layers"].runs[:2]  # two layers of the curve, reading one encode
+    vectors = runs[0].upstream[0].path(roots["results"])
+    batch = [[r.to_json(tier), str(tmp_path / "batch" / r.key / "metrics.json")] for r in runs]
+    assert cli.main(["batch", "--runs", json.dumps(batch), "probe", "--data-root", str(data_root), "--vectors", vectors,
+                     "--threads", "1"]) == 0
+    for r, (_, out) in zip(runs, batch):
+        alone, batched = (json.loads(Path(f).read_text()) for f in (r.path(roots["results"]), out))
+        assert batched["values"] == alone["values"] and batched["provenance"]["config"]["key"] == r.key
+        for name, arr in np.load(Path(r.path(roots["results"])).with_name("predictions.npz")).items():
+            assert np.array_equal(np.load(Path(out).with_name("predictions.npz"))[name], arr), name
 
 
 # ---------------------------------------------------------------- a synthetic claim

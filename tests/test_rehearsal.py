@@ -272,41 +272,6 @@ def test_rehearsal_runs_every_rule_and_architecture_of_the_paper_dag(tmp_path, d
                    for t in texts), repo_id
 
 
-def test_a_rule_whose_tokenizer_does_not_fit_its_model_fails_in_the_rehearsal(tmp_path, data_root, built_standins):
-    """A byte-level BPE tokenizer (RoBERTa's kind, 50265 ids) served for MiniLM's BERT config (30522 rows): the
-    prefetch takes it (the hub serves what it has), and the rule that loads it stops in one line."""
-    tier = _overlay(tmp_path)
-    claim = "sts/released-checkpoint-reproduces"
-    _link_standins(built_standins, tmp_path)
-    build = _rehearse(tmp_path, tier, [claim], data_root, "--", "--dry-run")  # builds and prefetches the stand-ins
-    assert build.returncode == 0, build.stderr[-3000:]
-    folder = tmp_path / "resources" / "rehearsal-ci" / "standins" / "models" / "sentence-transformers" / "all-MiniLM-L6-v2"
-    for f in [*folder.glob("tokenizer*"), folder / "vocab.txt", folder / "special_tokens_map.json"]:
-        f.unlink(missing_ok=True)
-    _bpe_tokenizer(standins.offline_text(data_root)[::20]).save_pretrained(folder)
-    shutil.rmtree(tmp_path / "resources" / "rehearsal-ci" / "hub")  # prefetch again, from the changed stand-in
-    res = _rehearse(tmp_path, tier, [claim], data_root)
-    assert res.returncode != 0
-    logs = "".join(p.read_text() for p in (tmp_path / "results" / "rehearsal-ci" / "logs").rglob("*.log"))
-    assert "the tokenizer has ids up to" in logs and "config.json's vocab_size is 30522" in logs, logs[-2000:]
-    assert not list((tmp_path / "results" / "rehearsal-ci" / "runs").rglob("metrics.json"))  # nothing ran on it
-
-
-def _bpe_tokenizer(lines):
-    """A RoBERTa-kind tokenizer with more ids than BERT's 30522 (the offline text sample holds enough merges)."""
-    import transformers
-    from tokenizers import ByteLevelBPETokenizer
-
-    trainer = ByteLevelBPETokenizer()
-    trainer.train_from_iterator(lines, vocab_size=40000, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                                show_progress=False)
-    vocab = trainer.get_vocab()
-    extra = {f"<filler-{i}>": len(vocab) + i for i in range(max(0, 31000 - len(vocab)))}  # past BERT's last row
-    model = json.loads(trainer.to_str())["model"]
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
-    return transformers.RobertaTokenizer(vocab={**vocab, **extra}, merges=merges)
-
-
 # ---------------------------------------------------------------- bugs the rehearsal found, pinned on tiny models
 
 def test_prompt_tuning_of_t5_prepends_the_soft_prompt_to_the_encoder_input():

@@ -20,8 +20,10 @@ from plmclaims import families
 
 
 def _rule(comment: str, rules: list[str]) -> str | None:
-    """The rule a job comment names (rule_<name> or rule_<name>_wildcards_...; 'probe' is not 'probe_encode')."""
-    return next((r for r in rules if comment == f"rule_{r}" or comment.startswith(f"rule_{r}_wildcards_")), None)
+    """The rule a job comment names (rule_<name>, rule_<name>_wildcards_... or a batch's rule_<name>_batch_...; 'probe'
+    is not 'probe_encode')."""
+    return next((r for r in rules if comment == f"rule_{r}" or comment.startswith((f"rule_{r}_wildcards_",
+                                                                                   f"rule_{r}_batch_"))), None)
 
 
 def _resource_keys(files) -> dict[str, str]:
@@ -32,7 +34,9 @@ def _resource_keys(files) -> dict[str, str]:
 
     out = {}
     for f in files:
-        for rule, body in re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", Path(f).read_text(), re.M | re.S):
+        plain, batch = r"^rule (\w+):\n(.*?)(?=^rule |^for |\Z)", r'^ +rule:\n +name:\n +f"(\w+)_batch_(.*?)(?=^\S|\Z)'
+        blocks = re.findall(f"{plain}|{batch}", Path(f).read_text(), re.M | re.S)
+        for rule, body in ((a or c, b or d) for a, b, c, d in blocks):
             m = re.search(r'rule_resources\("([^"]+)"\)', body)
             if m:
                 out[rule] = m.group(1)

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import families
+from . import families, plan_report
 from .errors import UserError
 from .report.publish import PUBLISHED
 
@@ -39,7 +39,8 @@ def cmd_validate(args) -> None:
     claims = load_claims(args.claims_dir)
     plans = plan_all(claims, tier)
     runs = {r for p in plans for r in p.score_runs()}
-    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} runs")
+    print(f"{len(claims)} claims valid; tier {tier['name']}: {len(runs)} runs the verdicts read (with the runs they "
+          "read from and the workflow's jobs: plmclaims plan)")
     from .tiers import missing_packages
 
     for line in missing_packages(tier, {r.instance.partition(".")[0] for r in runs}):
@@ -141,14 +142,39 @@ def cmd_rehearse(args) -> None:
                       args.snakemake_args)
 
 
+def cmd_batch(args) -> None:
+    """Several planned runs of one rule command in this process, one after another: `--runs` is a JSON list of
+    [spec, out] pairs, and what follows it the rule command and the arguments its runs share. Each run writes its own
+    outputs and provenance as its own job would (its start-up counted from the end of the run before:
+    provenance.Run); the job pays the interpreter's start and the imports once (the workflow's short rules)."""
+    import json
+
+    if not args.command:
+        raise UserError("batch: name the rule command after --runs, with its shared arguments (e.g. probe --vectors V)")
+    parser = build_parser()
+    for spec, out in json.loads(args.runs):
+        run_args = parser.parse_args([args.command[0], "--spec", spec, "--out", out, *args.command[1:]])
+        run_args.fn(run_args)
+
+
 def cmd_plan(args) -> None:
     from . import costs
     from .claims import load_claims
     from .plan import plan_all
 
     tier = _tier(args)
-    path, table = costs.load_table(args.throughput)
-    print(costs.render(plan_all(load_claims(args.claims_dir, args.claims or None), tier), tier, path, table))
+    if args.throughput:
+        path, table = costs.load_table(args.throughput)
+    elif plan_report.gpu_tier(tier):  # a measured GPU table, else the estimate from FLOPs at --gpu and --mfu
+        path, table = costs.load_table(device_type="cuda")
+        if table is None:
+            path, table = None, plan_report.gpu_estimate(costs.load_table(device_type="cpu")[1], args.gpu, args.mfu)
+    else:
+        path, table = costs.load_table(device_type="cpu")
+        if table is None:
+            path, table = costs.load_table()
+    plans = plan_all(load_claims(args.claims_dir, args.claims or None), tier)
+    print(plan_report.render(plans, tier, path, table, cores=args.cores))
 
 
 def cmd_recipes(args) -> None:
@@ -263,8 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("plan", cmd_plan, "print what the selected claims cost: runs, training steps, device-hours, memory, disk")
     tier_arg(sp, "paper")
     selection(sp)
-    sp.add_argument("--throughput", default=None,
-                    help="a table from benchmarks/throughput.py (default: the committed one)")
+    sp.add_argument("--throughput", default=None, help="a table from benchmarks/throughput.py (default: the committed "
+                    "one for the tier's device: a GPU table for a tier whose rules ask for GPUs, else the CPU one)")
+    sp.add_argument("--cores", type=int, default=2,
+                    help="the cores Snakemake runs on (--cores N): the wall time to expect")
+    sp.add_argument("--gpu", default=plan_report.DEFAULT_GPU, choices=list(plan_report.GPU_BF16_TFLOPS),
+                    help="a GPU tier without a measured GPU table: the GPU whose dense bf16 peak prices it")
+    sp.add_argument("--mfu", type=float, default=plan_report.DEFAULT_MFU,
+                    help="the share of that peak a run reaches (model FLOPs utilisation), for the estimate")
     sp = add("recipes", cmd_recipes, "write docs/recipes.md: every training and evaluation recipe of the tier beside "
              "its sources' settings (workflows/recipes/<tier>.yaml)")
     tier_arg(sp, "paper")
@@ -335,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", default=None)
     for name in families.BUILT:
         families.implementation(name, "commands").add_commands(run_cmd)
+    sp = add_rule("batch", cmd_batch, "run several planned runs of one rule command in one process (the short rules)")
+    sp.add_argument("--runs", required=True, help="a JSON list of [spec, out] pairs")
+    sp.add_argument("command", nargs=argparse.REMAINDER, help="the rule command and the arguments its runs share")
     sp = add_rule("verdict", cmd_verdict, "decide one claim's checks with a paired bootstrap")
     for a in ("--tier", "--claims-dir", "--claim", "--results", "--out"):
         sp.add_argument(a, required=True)

@@ -30,6 +30,9 @@ GLUE_TRAIN = {"CoLA": 8551, "SST-2": 67349, "MRPC": 3668, "STS-B": 5749, "QQP": 
 GLUE_DEV = {"CoLA": 1043, "SST-2": 872, "MRPC": 408, "STS-B": 1500, "QQP": 40430, "MNLI": 9815, "QNLI": 5463,
             "RTE": 277, "WNLI": 71}
 STS_PAIRS = 3108 + 1500 + 3750 + 3000 + 1186 + 1379 + 4927  # STS12-16, STS-B test, SICK-R test
+# the union of the seven test sets' sentences, which the encode, compress and contrastive runs encode once (raw text;
+# MTEB's SICK-R is all 9927 pairs): counted by benchmarks/encode_cost.py on the release files
+STS_SENTENCES = {"senteval": 26_139, "mteb": 27_209}
 UD_SENTENCES = {"train": 12543, "dev": 2001, "test": 2077}
 DISTILL_SENTENCES = 2 * (5749 + 4500)  # STS-B and SICK train pairs, both sides
 # Typical sub-word tokens per example with the special tokens, padded to the batch's longest (an assumption: about
@@ -82,13 +85,17 @@ DEV_BATCH, ATTENTION_BATCH = 64, 32
 RULES = {"lm": "lm_train + lm_eval", "probe-encode": "probe_encode", "lm_tasks": "lm_tasks", "lm_model": "lm_model"}
 
 
-def load_table(path: str | Path | None = None) -> tuple[Path, dict]:
-    """The throughput table to scale from: `path`, else a GPU table when one is committed, else a CPU one."""
+def load_table(path: str | Path | None = None, device_type: str | None = None) -> tuple[Path, dict] | tuple[None, None]:
+    """The throughput table to scale from: `path`; else a committed table of `device_type` ('cuda': a GPU tier's,
+    'cpu': a CPU tier's), or (None, None) when none is committed for it; else a GPU table when one is committed, else a
+    CPU one."""
     if path is None:
         found = sorted(TABLE_DIR.glob("*.json"))
+        tables = [(p, json.loads(p.read_text())) for p in found]
+        if device_type is not None:
+            return next(((p, t) for p, t in tables if t.get("device_type") == device_type), (None, None))
         if not found:
             raise UserError(f"{TABLE_DIR}: no throughput table; run python benchmarks/throughput.py to measure one")
-        tables = [(p, json.loads(p.read_text())) for p in found]
         return next(((p, t) for p, t in tables if t.get("device_type") == "cuda"), tables[0])
     path = Path(path)
     try:
@@ -268,7 +275,7 @@ def run_cost(run: Run, table: dict) -> RunCost:
                          int(c.get("corpus", {}).get("max_sentences") or settings["corpus_size"]))
             frozen += 2 * corpus * STS_TOKENS
         evals = cost.steps // int(b["eval_every"]) + 2
-        infer_tokens = (evals * 2 * 1500 + 2 * STS_PAIRS) * STS_TOKENS + frozen
+        infer_tokens = (evals * 2 * 1500 + STS_SENTENCES["senteval"]) * STS_TOKENS + frozen
         if cost.steps:  # a released checkpoint only encodes: one model, no copies, no training batch
             models, frozen_copies = int(step.get("models", 1)), int("frozen" in step)
             if "generator" in step:
@@ -287,7 +294,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
         train_tokens = cost.examples * seq
     elif run.kind in ("encode", "compress"):
         pairs = min(STS_PAIRS, (tier.get("data", {}).get("max_pairs") or math.inf) * 7)
-        infer_tokens = 2 * pairs * STS_TOKENS
+        # the union of the benchmarks' sentences, once (a sample's sentences seldom repeat)
+        infer_tokens = min(2 * pairs, STS_SENTENCES.get(run.evaluator, 2 * STS_PAIRS)) * STS_TOKENS
         enc = tier.get("encode", {})
         batch, seq = int(enc.get("batch_size", 64)), int(enc.get("max_length", 128))
         if run.kind == "compress" and run.method == "distillation":
@@ -379,16 +387,27 @@ def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple
     return out
 
 
+def copied_runs(runs: dict[str, Run]) -> set[str]:
+    """The keys of the finetune runs whose finetuned twin is among `runs`: their job copies the twin's results
+    (glue.runs.copy_saved_twin), so they cost a job's start-up and no training."""
+    from .families.glue.plan import saved_twin
+
+    return {k for k, r in runs.items() if r.kind == "finetune" and (t := saved_twin(r)) is not None and t.key in runs}
+
+
 def plan_costs(plans: list[ClaimPlan], table: dict) -> dict:
     """Per claim and in total; a run that several claims share (same key) is counted once in the total."""
     costs: dict[str, RunCost] = {}
     claims = {}
     owners: Counter = Counter()
+    every = all_runs(r for p in plans for r in p.score_runs())
+    copied = copied_runs(every)
     for p in plans:
         runs = all_runs(p.score_runs())
         for key, r in runs.items():
             if key not in costs:
-                costs[key] = run_cost(r, table)
+                costs[key] = (RunCost(r.kind, seconds=float(table.get("job_startup_s", 0.0))) if key in copied
+                              else run_cost(r, table))
             owners[key] += 1
         claims[p.claim.id] = _sum(costs[k] for k in runs)
     total = _sum(costs.values())
@@ -400,7 +419,7 @@ def plan_costs(plans: list[ClaimPlan], table: dict) -> dict:
         row["peak_mb"] = max(row["peak_mb"], c.peak_mb)
     shared = sum(1 for k in owners if owners[k] > 1)
     return {"claims": claims, "total": total, "by_rule": by_rule, "shared": shared,
-            "shared_extra": sum(n - 1 for n in owners.values())}
+            "shared_extra": sum(n - 1 for n in owners.values()), "runs": every, "costs": costs, "copied": copied}
 
 
 def _sum(costs) -> dict:
@@ -417,55 +436,3 @@ def _sum(costs) -> dict:
 def _hours(seconds: float) -> str:
     h = seconds / 3600
     return f"{h:,.1f}" if h >= 0.1 else f"{h:.3f}"
-
-
-def render(plans: list[ClaimPlan], tier: dict, table_path: Path, table: dict) -> str:
-    """The cost table `plmclaims plan` prints."""
-    res = plan_costs(plans, table)
-    unit = "GPU-h" if table.get("device_type") == "cuda" else "CPU-h"
-    lines = [f"tier {tier['name']}: {len(plans)} claims; device-hours from {table_path.name} ({table['device']}, "
-             f"{table.get('dtype')}, measured {table.get('date')}, torch {table.get('torch')})"]
-    lines.append(f"  each job that runs a model adds its start-up, {table['job_startup_s']:.1f} s (a fresh interpreter's imports, "
-                 "measured); loading weights and data is not priced" if "job_startup_s" in table else
-                 "  job start-up is not priced: the table has no job_startup_s (benchmarks/throughput.py --startup-only)")
-    if table.get("device_type") != "cuda":
-        lines.append(f"  CPU figures: measured on {table.get('threads', '?')} CPU thread(s) at the micro tier's shapes, so "
-                     "CPU-h are core-hours (benchmarks/plan_vs_measured.py checks them against a finished tier's run "
-                     "times); they scale poorly to a GPU (expect a GPU to be 100-1000x faster): run "
-                     "benchmarks/throughput.py on the GPU for its own table")
-    w = max([len(c) for c in res["claims"]] + [5])
-    head = f"{'claim':<{w}}  {'runs (by kind)':<44} {'steps':>10} {'examples':>12} {unit:>9}"
-    lines += ["", head, "-" * len(head)]
-
-    def row(name, s, kinds=None):
-        kinds = kinds or ", ".join(f"{n} {k}" for k, n in sorted(s["runs"].items())) or "none (not run at this tier)"
-        hours = _hours(s["seconds"]) + ("+?" if s["unknown"] else "")
-        return f"{name:<{w}}  {kinds:<44} {s['steps']:>10,} {s['examples']:>12,} {hours:>9}"
-
-    lines += [row(c, s) for c, s in res["claims"].items()]
-    total = res["total"]
-    lines += ["-" * len(head), row("total", total, f"{sum(total['runs'].values())} runs (by rule below)")]
-    if total["unknown"]:
-        lines.append(f"  +?: {total['unknown']} model runs on an architecture the table lacks; their hours are left out")
-    lines.append(f"  the total counts each run once: {res['shared']} runs are shared between claims "
-                 f"({res['shared_extra']} fewer than the per-claim rows add up to)")
-    sbs = table.get("side_by_side")
-    if sbs and unit == "CPU-h":  # CPU-h are one job alone on a core; jobs side by side share caches and memory
-        lines.append(f"  wall time at {sbs['jobs']} jobs side by side (--cores {sbs['jobs']}): at least "
-                     f"{_hours(total['seconds'] * sbs['slowdown'] / sbs['jobs'])} h (each job {sbs['slowdown']:.2f}x "
-                     f"slower beside the others, measured {sbs.get('date')}; perfect packing, so a lower bound)")
-    lines += ["", f"{'rule':<20} {'runs':>6} {unit:>9} {'peak memory':>12}"]
-    for kind, r in sorted(res["by_rule"].items()):
-        if kind in GPU_KINDS:
-            lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {_hours(r['seconds']):>9} "
-                         f"{r['peak_mb'] / 1024:>9.1f} GiB")
-        else:  # numpy / scikit-learn on stored outputs: not scaled from the table, so not a 0 either
-            lines.append(f"{RULES.get(kind, kind):<20} {r['runs']:>6} {'-':>9} {'(CPU work, not counted)':>12}")
-    lines.append("  peak memory: analytic (float32 weights, gradients and Adam states when every weight trains, 16-bit "
-                 "activations at the budget's batch and length), the largest run of the rule")
-    disk = prefetch_disk(plans, tier, table)
-    if disk:
-        known = sum(b for _, b, _ in disk if not math.isnan(b))
-        lines += ["", f"prefetch disk: {known / 1e9:.1f} GB for {len(disk)} hub models (estimates; datasets not counted)"]
-        lines += [f"  {rid:<60} {b / 1e9:6.2f} GB  ({how})" for rid, b, how in disk]
-    return "\n".join(lines)

@@ -1,11 +1,12 @@
 # Load and validate claims and the tier before any compute, plan the runs they need, and check the data those runs
 # read. A malformed file, a missing data root or a changed data file stops here with one line (dry runs included).
 # Every path and every spec a rule uses comes from plmclaims.plan; every value that reaches a shell is quoted.
+import json
 import os
 import shlex
 import sys
 
-from plmclaims import families, hub
+from plmclaims import batching, families, hub
 from plmclaims import plan as P
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
@@ -107,6 +108,25 @@ def upstream(kind):
 def data_of(wc):
     """The data files the run reads: inputs, so changed data reruns exactly what reads it."""
     return DATA[planned(wc).key]
+
+
+def batches(kind):
+    """(name, runs) for each batch of the planned runs of `kind`: one job per batch (plmclaims.batching)."""
+    return batching.batches(RUNS.values(), kind)
+
+
+def batch_outputs(runs, *extra):
+    """Each run's main file and the other files it writes beside it."""
+    return [f for r in runs for f in (path_of(r), *(f"{r.dir(ROOTS[r.layout().base])}/{x}" for x in extra))]
+
+
+def batch_runs(runs):
+    """`plmclaims batch --runs`: each run's spec and main output."""
+    return json.dumps([[r.to_json(TIER), path_of(r)] for r in runs], separators=(",", ":"))
+
+
+def batch_log(kind, name):
+    return f"{R}/logs/batches/{kind}/{name}.log"
 
 
 def rule_resources(rule):

@@ -67,11 +67,12 @@ def rules_files() -> list[str]:
 
 
 def rule_names(files: list[str | Path] | None = None) -> list[str]:
-    """The Snakemake rules defined in `files` (default: the built families' rules.smk), from their `rule <name>:` lines."""
+    """The Snakemake rules defined in `files` (default: the built families' rules.smk), from their `rule <name>:` lines
+    and, for a rule made once per batch of runs (`name: f"<name>_batch_{...}"`, common.smk's batches), its <name>."""
     import re
 
     return [m for f in (rules_files() if files is None else files)
-            for m in re.findall(r"^rule (\w+):", Path(f).read_text(), re.M)]
+            for m in re.findall(r'^rule (\w+):|^\s+f"(\w+)_batch_', Path(f).read_text(), re.M) for m in m if m]
 
 
 def union(attr: str) -> list[str]:

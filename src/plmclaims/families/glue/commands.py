@@ -6,8 +6,10 @@ from pathlib import Path
 
 
 def cmd_finetune(args, run, tier) -> None:
-    from .runs import finetune
+    from .runs import copy_saved_twin, finetune
 
+    if args.copy_of:
+        return copy_saved_twin(tier, run, Path(args.copy_of), args.resources, Path(args.out))
     finetune(tier, run, run.params, args.data_root, args.resources, Path(args.out), args.threads)
 
 
@@ -30,8 +32,10 @@ def cmd_cka_layer(args, run, tier) -> None:
 
 
 def add_commands(run_cmd) -> None:
-    run_cmd("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev",
-            "--resources", data=True)
+    sp = run_cmd("finetune", cmd_finetune, "fine-tune one encoder with one method on one GLUE task and seed; score dev",
+                 "--resources", data=True)
+    sp.add_argument("--copy-of", default=None, help="the metrics.json of this run's finetuned twin (the same training, "
+                    "model kept): copy its scores and predictions instead of training again")
     run_cmd("finetuned", cmd_finetuned, "the same as finetune, and save the trained model (model/ beside --out)",
             "--resources", data=True)
     run_cmd("cka", cmd_cka, "linear CKA per layer between a pre-trained encoder and its fine-tuned model (finetuned run)",

@@ -56,6 +56,17 @@ def finetuned_run(tier: dict, instance: str, method: str, task: str, seed: int, 
     return make_run("finetuned", run.spec["fields"], run.spec["tier"], run.upstream, run.spec["params"])
 
 
+def saved_twin(run: Run) -> Run | None:
+    """The `finetuned` run of a `finetune` run's very training (finetuned_run of the same spec), or None for a method
+    whose model cannot be saved. Where the workflow plans both, the finetune job copies the twin's scores and
+    predictions instead of training the same model a second time (glue.runs.copy_saved_twin)."""
+    from ...training import SAVABLE_METHODS
+
+    if run.kind != "finetune" or run.method not in SAVABLE_METHODS:
+        return None
+    return make_run("finetuned", run.spec["fields"], run.spec["tier"], run.upstream, run.spec["params"])
+
+
 def grid_run(tier: dict, instance: str, method: str, task: str, head: int, order: int, params: dict) -> Run:
     """The run of one grid point. Its seed (folder s<seed>, training sample, data order, dropout) is the order seed;
     a head seed that differs is a method parameter. So the point (s, s) is the plain run of seed s, key and all, and

@@ -61,6 +61,37 @@ def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
              values["parameters"]["trainable"], values["parameters"]["total"], 100 * values["parameters"]["fraction"])
 
 
+def copy_saved_twin(tier: dict, run_spec: plan.Run, twin: Path, resources: str, out: Path) -> None:
+    """A finetune run whose `finetuned` twin (plan.saved_twin: the same spec, the same training, keeping its model) the
+    workflow also runs: the twin's dev scores and predictions are this run's (test_peft_family checks that the two
+    runs write the same ones), so they are copied rather than trained again. metrics.json is written as the run
+    would write it, its provenance naming the twin it was copied from (`copied_from`)."""
+    import json
+    import shutil
+
+    from ...provenance import atomic_write_json
+
+    doc = json.loads(Path(twin).read_text())
+    recorded = doc["provenance"]["config"]
+    spec = recorded.get("run", {}).get("spec", {})
+    if spec.get("kind") != "finetuned" or {k: v for k, v in spec.items() if k != "kind"} != {
+            k: v for k, v in run_spec.spec.items() if k != "kind"}:
+        raise UserError(f"{twin}: not the finetuned run of {run_spec!r} (another spec); rerun without --copy-of")
+    config = {"run": run_spec.__dict__, "params": run_spec.params, "budget": tier["finetune"]["budget"],
+              "tier": tier["name"], "model": runs.pretrained_path(tier, run_spec.instance, resources),
+              "revision": runs.hub_revision(tier, run_spec.instance)}
+    with Run(None, config, seed=run_spec.seed) as run:  # written below, with the twin named in its provenance
+        run.data_files.update(doc["provenance"]["data_sha256"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name("predictions.npz.tmp")
+        shutil.copyfile(Path(twin).with_name("predictions.npz"), tmp)
+        tmp.replace(out.with_name("predictions.npz"))
+    copied = {"run": str(twin), "key": Path(twin).parent.name, "wall_time_s": doc["provenance"].get("wall_time_s")}
+    atomic_write_json(out, {"values": doc["values"], "provenance": {**run.provenance(), "copied_from": copied}})
+    log.info("finetune %s %s %s seed %d: copied from its finetuned twin %s", run_spec.instance, run_spec.method,
+             run_spec.task, run_spec.seed, twin)
+
+
 def token_states(model_path: str, tokenizer, dev: glue.GlueData, max_length: int,
                  prompts: list[str] | None = None) -> tuple[list, "np.ndarray"]:
     """Every layer's vectors (embeddings = 0 to the top) of every non-padding token of the dev examples, encoded as

@@ -90,3 +90,16 @@ def test_the_end_of_run_summary_counts_lists_each_claim_and_says_where_the_repor
     assert shlex.split(command) == ["snakemake", "--report", "results/micro/report.html", "--configfile",
                                     "my config.yaml", "--config", "tier=micro", "data_root=/data/plm claims",
                                     'claims=["sts/*", "probing"]']
+
+
+def test_the_readme_cell_of_a_claim_on_several_models_names_the_model_it_rests_on():
+    from report_samples import models_claim
+
+    from plmclaims.report.readme import readme_verdict
+
+    v = models_claim()
+    cell = readme_verdict(v)
+    head = v["headline_model"]
+    others = [r for r in v["models"] if r != head]
+    assert cell.startswith(f"**{v['verdict']}** on {v['models'][head].get('asset') or head} (")
+    assert all(f"{v['models'][r].get('asset') or r}: {v['models'][r]['verdict']}" in cell for r in others)

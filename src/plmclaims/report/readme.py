@@ -18,7 +18,13 @@ def readme_verdict(v: dict) -> str:
         if m.get("measured") is not None:
             twin = (m.get("random_weights") or {}).get("measured")
             measured.append(f"{name} {fmt(m['measured'])}" + (f" (twin {fmt(twin)})" if twin is not None else ""))
-    cell = f"**{verdict_word(v)}**{expected}" + (f": {reason}" if reason else "")
+    on = ""
+    if v.get("models") and v.get("headline_model"):  # a claim measured on several models: name the one it rests on
+        head = v["headline_model"]
+        asset = v["models"][head].get("asset") or head
+        others = [f"{m.get('asset') or r}: {m['verdict']}" for r, m in v["models"].items() if r != head]
+        on = f" on {asset}" + (f" ({'; '.join(others)})" if others else "")
+    cell = f"**{verdict_word(v)}**{on}{expected}" + (f": {reason}" if reason else "")
     cell += f". Averages: {', '.join(measured)}" if measured else ""
     return cell.replace("|", "\\|")
 

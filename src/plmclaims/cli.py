@@ -153,7 +153,7 @@ def cmd_batch(args) -> None:
         raise UserError("batch: name the rule command after --runs, with its shared arguments (e.g. probe --vectors V)")
     parser = build_parser()
     for spec, out in json.loads(args.runs):
-        run_args = parser.parse_args([args.command[0], "--spec", spec, "--out", out, *args.command[1:]])
+        run_args = parser.parse_args(["rule", args.command[0], "--spec", spec, "--out", out, *args.command[1:]])
         run_args.fn(run_args)
 
 

@@ -254,13 +254,15 @@ def test_the_option_rehearses_one_sts_claim_and_the_embryology_curve(tmp_path, d
     for repo_id, rev in want.items():  # prefetched at its pin; the unpinned one at what main gave, with the reason
         entry = manifest[f"model:{repo_id}"]
         assert entry["pinned"] == (rev is not None) and (entry["revision"] == rev if rev else "unpinned" in entry)
+    # each repository a stand-in with weights of its own: the seeds' runs differ as pre-trainings do
+    assert len({manifest[f"model:{r}"]["files"]["model.safetensors"] for r in want}) == len(want)
     curve = json.loads((results / "claims" / "probing--embryology.json").read_text())["measurements"]["steps"]["curve"]
     assert [p["x"] for p in curve] == [0, 20000, 2000000]
-    for point in curve[1:]:  # each point one run per seed (stand-ins of their own), bootstrapped over seeds and items
-        seeds = point["per_benchmark"]["upos"]["seeds"]
-        assert len(seeds) == 2 and seeds[0] != seeds[1]
+    for point in curve[1:]:  # each point one run per seed, bootstrapped over seeds and sentences
+        assert all(len(point["per_benchmark"][b]["seeds"]) == 2 for b in ("upos", "dependency"))
     sts = json.loads((results / "claims" / "sts--glove-avg-beats-bert-avg.json").read_text())["measurements"]
     assert sorted(sts["bert_avg"]["instances"]) == ["multiberts.random-s1", "multiberts.s0", "multiberts.s1"]
+    assert all(len(b["seeds"]) == 2 for b in sts["bert_avg"]["per_benchmark"].values())
     encodes = [json.loads(p.read_text())["provenance"]["config"]
                for p in results.glob("runs/probe-encode/*/*/*/metrics.json")]
     assert {(c["instance"], c["step"], c["revision"]) for c in encodes if c["step"]} == {

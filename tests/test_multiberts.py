@@ -193,6 +193,7 @@ def _family_tier(tmp_path, **changes) -> Path:
     ({"checkpoints.id": "google/multiberts-seed_{seed}"}, r"checkpoints.id'.* needs \{seed\} and \{step\}"),
     ({"id": "google/multiberts-seed_{seed}-{run}"}, r"field 'assets.multiberts.id'.*\{seed\} and no other"),
     ({"seeds": None}, r"field 'assets.multiberts.seeds': a family of pre-trainings"),
+    ({"unpinned": "no reason per repository"}, r"field 'assets.multiberts.unpinned': a family names each repository"),
 ])
 def test_a_family_without_a_pin_or_a_reason_is_refused_in_one_line(tmp_path, changes, says):
     with pytest.raises(UserError, match=says) as err:
@@ -206,6 +207,24 @@ def test_fewer_seeds_and_steps_are_a_tier_setting_of_the_same_pins(tmp_path):
     assert sorted(pm.points) == [0, 40000, 2000000]
     assert sorted({r.instance for r in pm.points[40000]}) == ["multiberts.s2", "multiberts.s4"]
     assert hub_family.unpinned_repos(tier) == {}  # seed 0's 20k checkpoint is not run, so nothing loads main
+
+
+def test_a_single_repository_may_state_why_it_is_unpinned_without_moving_a_run(tmp_path):
+    """paper.yaml's assets without a public pin load main; an 'unpinned' reason says why, and changes no run key."""
+    path = tmp_path / "why.yaml"
+    path.write_text(yaml.safe_dump({"base": "paper", "name": "why",
+                                    "assets": {"glove-840b-300d": {"unpinned": "no public source pins it"}}}))
+    paper, why = load_tier("paper"), load_tier(str(path))
+    assert sorted(all_runs(_plan(paper, STS).score_runs())) == sorted(all_runs(_plan(why, STS).score_runs()))
+    glove = "sentence-transformers/average_word_embeddings_glove.840B.300d"
+    assert hub_family.unpinned_repos(why) == {glove: "no public source pins it"}
+    assert hub_family.unpinned_repos(paper) == {}
+    found = {a.repo_id: a for a in needed_assets([_plan(why, STS)], why)}
+    assert found[glove].pin == "@main (unpinned: no public source pins it)"
+    path.write_text(yaml.safe_dump({"base": "paper", "name": "why",
+                                    "assets": {"bert-base-uncased": {"unpinned": "no public source pins it"}}}))
+    with pytest.raises(UserError, match="field 'assets.bert-base-uncased': it has a revision and an 'unpinned' reason"):
+        load_tier(str(path))
 
 
 def test_a_list_base_lays_each_later_tier_without_its_own_base(tmp_path):
@@ -261,7 +280,8 @@ def test_the_option_rehearses_one_sts_claim_and_the_embryology_curve(tmp_path, d
     for point in curve[1:]:  # each point one run per seed, bootstrapped over seeds and sentences
         assert all(len(point["per_benchmark"][b]["seeds"]) == 2 for b in ("upos", "dependency"))
     sts = json.loads((results / "claims" / "sts--glove-avg-beats-bert-avg.json").read_text())["measurements"]
-    assert sorted(sts["bert_avg"]["instances"]) == ["multiberts.random-s1", "multiberts.s0", "multiberts.s1"]
+    assert sorted(sts["bert_avg"]["instances"]) == ["multiberts.s0", "multiberts.s1"]  # the twin is its floor
+    assert "random-weights" in sts["bert_avg"]["floors"] and sts["bert_avg"]["random_weights"]["measured"] is not None
     assert all(len(b["seeds"]) == 2 for b in sts["bert_avg"]["per_benchmark"].values())
     encodes = [json.loads(p.read_text())["provenance"]["config"]
                for p in results.glob("runs/probe-encode/*/*/*/metrics.json")]

@@ -127,6 +127,9 @@ def check(name: str, spec: dict, path) -> None:
                         "[0, 1, 2]")
     if spec.get("revision"):
         raise UserError(f"{where}.revision': a family pins each seed's repository in 'revisions' (seed -> commit)")
+    if isinstance(spec.get("unpinned"), str):
+        raise UserError(f"{where}.unpinned': a family names each repository that has no commit, with its reason "
+                        f"(e.g. {_name(spec['id'], seeds(spec)[0])}: <why>)")
     ck = spec.get("checkpoints")
     if ck:
         fields = {f for _, f, _, _ in string.Formatter().parse(ck["id"]) if f}

@@ -2,9 +2,9 @@
 claim, and one probe run per (instance, method, task, layer); the random-weights twins beside the raw encoder."""
 from __future__ import annotations
 
+from ... import hub_family
 from ...claims import Claim, Measurement
 from ...data import verify
-from ... import hub_family
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, wants_twins
 from ...tiers import instances, random_twins
 from . import LAYER_KINDS, SHIFTED_WORDS, depth, resolve_layer

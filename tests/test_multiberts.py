@@ -18,6 +18,7 @@ from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
 from plmclaims.errors import UserError
 from plmclaims.plan import all_runs, plan_all, plan_claim
+from plmclaims.published import BERT_BASE_UNCASED
 from plmclaims.tiers import load_tier
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,7 +131,7 @@ def test_prefetch_lists_every_seed_and_checkpoint_at_its_commit_and_the_unpinned
     assert found["google/multiberts-seed_4-step_700k"].pin == "@" + tier["assets"]["multiberts"]["checkpoints"][
         "revisions"]["700000"]["4"]
     assert standins.unsupported(list(found.values())) == []  # each has a stand-in of bert-base's published shape
-    assert standins.published("google/multiberts-seed_17-step_300k").config == standins.BERT_BASE_UNCASED
+    assert standins.published("google/multiberts-seed_17-step_300k").config == BERT_BASE_UNCASED
 
 
 def test_plan_and_dry_run_prefetch_say_which_model_loads_main_and_why(tmp_path):

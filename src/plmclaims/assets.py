@@ -5,10 +5,10 @@ downloads and verifies, stays at the bottom and takes the list this module makes
 """
 from __future__ import annotations
 
-from . import hub
+from . import hub, hub_family
 from .data import glue, sentences, sts, verify
 from .hub import HubAsset
-from .tiers import Instance
+from .plan import all_runs
 
 
 def needed_assets(plans, tier: dict) -> list[HubAsset]:
@@ -16,13 +16,15 @@ def needed_assets(plans, tier: dict) -> list[HubAsset]:
 
     found: dict[str, HubAsset] = {}
     for p in plans:
-        for run in p.score_runs():
-            # the run's own asset, and any other asset its view holds (DiffCSE's generator): what the run loads
-            for asset in dict.fromkeys([Instance.parse(run.instance, tier).asset, *run.spec["tier"].get("assets", {})]):
-                spec = tier["assets"][asset]
+        # each hub model a run or a run it reads holds in its view (its own asset, DiffCSE's generator), as the view
+        # names it: the one repository and commit of a hub family's seed or checkpoint (plan.asset_view)
+        for run in all_runs(p.score_runs()).values():
+            for asset, spec in run.spec["tier"].get("assets", {}).items():
                 if spec.get("source") == "hub":
-                    a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}")
+                    why = hub_family.unpinned(tier["assets"][asset], spec["id"]) if "revision" not in spec else ""
+                    a = HubAsset(spec["id"], "model", spec.get("revision"), f"asset {asset}", asset, why)
                     found.setdefault(a.key, a)
+        for run in p.score_runs():
             for up in run.upstream:  # a post-processing fitted on a hub corpus (whitening / flow on NLI sentences)
                 corpus = tier.get("fit_corpora", {}).get(getattr(up, "corpus", None)) if up.kind == "fitencode" else None
                 if corpus and corpus["use"] == "hub":

@@ -128,7 +128,7 @@ def cmd_prefetch(args) -> None:
         return
     if args.dry_run:
         for a in assets:
-            print(f"{a.repo_type} {a.repo_id}" + (f"@{a.revision}" if a.revision else "") + f"  ({a.why})")
+            print(f"{a.repo_type} {a.repo_id}{a.pin}  ({a.why})")
         return
     manifest = hub.prefetch(assets, Path(args.out), tier["name"])
     n = sum(len(manifest["assets"][a.key]["files"]) for a in assets)
@@ -175,6 +175,13 @@ def cmd_plan(args) -> None:
             path, table = costs.load_table()
     plans = plan_all(load_claims(args.claims_dir, args.claims or None), tier)
     print(plan_report.render(plans, tier, path, table, cores=args.cores))
+    from .assets import needed_assets
+
+    unpinned = [a for a in needed_assets(plans, tier) if a.repo_type == "model" and not a.revision]
+    if unpinned:  # what no commit pins: prefetch gets main, and records the commit main pointed to
+        print(f"\nunpinned hub models ({len(unpinned)}): they load main, and prefetch records the commit it got")
+        silent = "no commit, and no 'unpinned' reason, in the tier file"
+        print("\n".join(f"  {a.repo_id}: {a.unpinned or silent}" for a in unpinned))
 
 
 def cmd_recipes(args) -> None:

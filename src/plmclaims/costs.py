@@ -125,9 +125,9 @@ def _bert_params(m: dict) -> int:
 def _same_shape_row(repo_id: str, rows: dict) -> str | None:
     """The table row measured on a model of the same published shape (model type, depth, width, heads) as `repo_id`:
     a checkpoint fine-tuned from a measured base runs at the base's speed."""
-    from .standins import PUBLISHED
+    from .published import published
 
-    pub = PUBLISHED.get(repo_id)
+    pub = published(repo_id)
     if pub is None:
         return None
     c = pub.config
@@ -374,7 +374,7 @@ def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple
     for h in needed_assets(plans, tier):
         if h.repo_type != "model":
             continue
-        spec = by_id.get(h.repo_id, {})
+        spec = tier["assets"][h.asset] if h.asset in tier["assets"] else by_id.get(h.repo_id, {})
         if spec.get("kind") == "static-vectors":
             # GloVe 840B: 2,196,017 words x 300 float32 dimensions
             out.append((h.repo_id, 2_196_017 * 300 * 4.0, "estimate: vocabulary x dimensions x 4 bytes"))

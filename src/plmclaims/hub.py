@@ -37,6 +37,15 @@ class HubAsset:
     repo_type: str  # "model" or "dataset"
     revision: str | None = None  # a commit (40 hex); None loads the hub's main branch
     why: str = ""
+    asset: str = ""  # the tier asset it belongs to (a hub family has one repository per seed and checkpoint)
+    unpinned: str = ""  # why it has no commit, as the tier says
+
+    @property
+    def pin(self) -> str:
+        """How it is pinned, in the words prefetch prints: '@<commit>', or main and why."""
+        if self.revision:
+            return f"@{self.revision}"
+        return "@main (unpinned" + (f": {self.unpinned})" if self.unpinned else "; the tier gives no commit)")
 
     @property
     def key(self) -> str:
@@ -175,7 +184,7 @@ def prefetch(assets: list[HubAsset], root: Path, tier_name: str) -> dict:
         try:
             # an unpinned asset is fetched at the commit main points to now, and the manifest records that commit
             sha = HfApi().repo_info(a.repo_id, repo_type=a.repo_type, revision=a.revision).sha
-            print(f"[{i}/{len(assets)}] {a.repo_type} {a.repo_id}@{sha[:12]}" + ("" if a.revision else " (unpinned: main)")
+            print(f"[{i}/{len(assets)}] {a.repo_type} {a.repo_id}@{sha[:12]}" + ("" if a.revision else f" {a.pin[1:]}")
                   + f"  ({a.why})", flush=True)
             old = manifest["assets"].get(a.key)
             if old is not None and old.get("revision") != sha:  # files of another commit must not enter the manifest
@@ -188,6 +197,7 @@ def prefetch(assets: list[HubAsset], root: Path, tier_name: str) -> dict:
         files = {f: sha256_file(root / rel / f) for f in _files(root / rel)}
         manifest["assets"][a.key] = {"repo_id": a.repo_id, "repo_type": a.repo_type, "revision": sha,
                                      "pinned": a.revision is not None, "path": str(rel), "files": files,
+                                     **({"unpinned": a.unpinned} if a.unpinned else {}),
                                      "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                      "for_tier": tier_name}
         atomic_write_json(root / MANIFEST, manifest)  # after each asset: an interrupted prefetch keeps what it has

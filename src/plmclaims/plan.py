@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from . import families, recipes
+from . import families, hub_family, recipes
 from .claims import Claim, Measurement
 from .errors import UserError
 from .families.family import Layout
@@ -44,8 +44,9 @@ KEY_PATTERN = r"[0-9a-f]{10}"
 # but not hashed, so fitting a batch into memory reruns nothing. The tier's name and file are not hashed either
 # (results are per tier name already; a copy of a tier file under another path is the same tier).
 NOT_HASHED = ("encode.batch_size", "lm.eval_batch_size", "name", "_path")
-# asset fields that say nothing about one run's result (the pre-training seeds are the instances' own business)
-ASSET_NOT_RESULT = ("seeds", "twin_seeds", "install", "note", "substitute_for")
+# asset fields that say nothing about one run's result (the pre-training seeds are the instances' own business; why a
+# repository has no pin is not its commit)
+ASSET_NOT_RESULT = ("seeds", "twin_seeds", "install", "note", "substitute_for", "unpinned")
 # asset fields that say how runs compute with a model, not what the model is: not part of materialising it
 COMPUTE_ONLY = ("precision",)
 GGUF_FIELDS = ("parts", "gguf_file", "bytes", "sha256")  # what a GGUF joined from its parts is (lm.gguf_parts)
@@ -70,12 +71,16 @@ def pick(tier: dict, *paths: str) -> dict:
     return out
 
 
-def asset_view(tier: dict, instance: str) -> dict:
-    """The asset settings a run of `instance` reads (a random-weights twin reads no training schedule)."""
-    asset, _, suffix = instance.partition(".")
-    drop = ASSET_NOT_RESULT + (("train",) if suffix.startswith("random-") else ())
-    spec = {k: v for k, v in tier["assets"][asset].items() if k not in drop}
-    return {"assets": {asset: copy.deepcopy(spec)}}
+def asset_view(tier: dict, instance: str, step: int | None = None) -> dict:
+    """The asset settings a run of `instance` reads (a random-weights twin reads no training schedule); of a hub family
+    of seeded pre-trainings, the one repository and commit the instance loads (its checkpoint at `step`; a twin: the
+    first seed's, for the configuration and tokenizer)."""
+    inst = Instance.parse(instance, tier)
+    drop = ASSET_NOT_RESULT + (("train",) if inst.random else ())
+    spec = tier["assets"][inst.asset]
+    if hub_family.is_family(spec):
+        spec = hub_family.resolve(spec, None if inst.random else inst.seed, None if inst.random else step)
+    return {"assets": {inst.asset: copy.deepcopy({k: v for k, v in spec.items() if k not in drop})}}
 
 
 def merge(*views: dict) -> dict:

@@ -7,6 +7,7 @@ an entry cannot be rehearsed and is named in one line.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 BERT = {"model_type": "bert", "type_vocab_size": 2, "max_position_embeddings": 512, "hidden_act": "gelu",
@@ -89,10 +90,26 @@ PUBLISHED = {
     "openai-community/gpt2": Published("GPT2LMHeadModel", {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
                                        "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
                                        "bos_token_id": 50256, "eos_token_id": 50256}, "gpt2-bpe", 50257),
+    # MultiBERTs (Sellam et al. 2022): BERT-base pre-trainings, one repository per seed and per saved step, each with
+    # bert-base-uncased's published configuration and vocabulary (saved from BertForPreTraining: MLM and NSP heads)
+    "google/multiberts-seed_{seed}": Published("BertForPreTraining", BERT_BASE_UNCASED, "wordpiece", 30522),
+    "google/multiberts-seed_{seed}-step_{step_k}k": Published("BertForPreTraining", BERT_BASE_UNCASED, "wordpiece",
+                                                              30522),
 }
 # static vectors (sentence-transformers WordEmbeddings): the published dimension; the vocabulary is the offline text's
 # words (2.2M in the release: a stand-in cannot have them, and no rule's code path depends on its size)
 STATIC = {"sentence-transformers/average_word_embeddings_glove.840B.300d": 300}
+
+
+def published(repo_id: str) -> Published | None:
+    """A repository's published architecture: its own entry, or the entry of the family pattern it matches (a key
+    with {seed}, {step} or {step_k} fields, each a number)."""
+    if repo_id in PUBLISHED:
+        return PUBLISHED[repo_id]
+    for pattern, pub in PUBLISHED.items():
+        if "{" in pattern and re.fullmatch(re.sub(r"\\\{\w+\\\}", r"\\d+", re.escape(pattern)), repo_id):
+            return pub
+    return None
 
 WIDTH_KEYS = {"bert": ("hidden_size", "num_attention_heads", "intermediate_size"),
               "roberta": ("hidden_size", "num_attention_heads", "intermediate_size"),

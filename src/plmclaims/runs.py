@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from . import encoders, plan
+from . import encoders, hub_family, plan
 from .errors import UserError
 from .provenance import Run, sha256_file
 from .tiers import Instance
@@ -69,15 +69,21 @@ def model_source(tier: dict, inst: Instance, resources: str, step: int | None = 
         return spec["path"]
     from . import hub
 
-    return hub.resolve(spec["id"], "model", tier["name"], spec.get("revision"))
+    # a run's tier view holds the one repository it loads (plan.asset_view); a whole tier, the family's pattern
+    repo_id, revision = hub_family.repo(spec, None if inst.random else inst.seed, None if inst.random else step)
+    return hub.resolve(repo_id, "model", tier["name"], revision)
 
 
-def hub_revision(tier: dict, instance: str) -> str | None:
+def hub_revision(tier: dict, instance: str, step: int | None = None) -> str | None:
     """The commit a hub asset is read at (the prefetch manifest's, else the tier's pin), for the run's provenance."""
     from . import hub
 
-    spec = tier["assets"][Instance.parse(instance, tier).asset]
-    return hub.commit(spec["id"], "model", spec.get("revision")) if spec.get("source") == "hub" else None
+    inst = Instance.parse(instance, tier)
+    spec = tier["assets"][inst.asset]
+    if spec.get("source") != "hub":
+        return None
+    repo_id, revision = hub_family.repo(spec, None if inst.random else inst.seed, None if inst.random else step)
+    return hub.commit(repo_id, "model", revision)
 
 
 def load_encoder(tier: dict, inst: Instance, resources: str, step: int | None = None):

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from pathlib import Path
 
 from .errors import UserError
-from .published import PUBLISHED, STATIC, WIDTH_KEYS, shaped  # noqa: F401 (WIDTH_KEYS: read by tests through here)
+from .published import PUBLISHED, STATIC, WIDTH_KEYS, published, shaped  # noqa: F401 (WIDTH_KEYS: read by tests)
 
 
 # ---------------------------------------------------------------- offline text and tokenizers
@@ -79,7 +80,7 @@ def build_model(repo_id: str, folder: Path, tokenizer, shapes: str, head_size: i
     import torch
     import transformers
 
-    pub = PUBLISHED[repo_id]
+    pub = published(repo_id)
     config = shaped(pub, shapes, head_size)
     torch.manual_seed(seed)
     cfg = transformers.AutoConfig.for_model(config.pop("model_type"), **config)
@@ -240,7 +241,7 @@ def unsupported(assets) -> list[str]:
                   | set(DOCUMENT_DATASETS))
     return [f"{a.repo_type} {a.repo_id} ({a.why}): no stand-in; add its published configuration to plmclaims.standins."
             f"{'PUBLISHED' if a.repo_type == 'model' else 'build_*'}"
-            for a in assets if (a.repo_type == "model" and a.repo_id not in PUBLISHED and a.repo_id not in STATIC)
+            for a in assets if (a.repo_type == "model" and published(a.repo_id) is None and a.repo_id not in STATIC)
             or (a.repo_type == "dataset" and a.repo_id not in known_data)]
 
 
@@ -275,13 +276,15 @@ def build(assets, out: Path, data_root: Path, shapes: str = "real", head_size: i
             if a.repo_id in STATIC:
                 info = build_static(folder, STATIC[a.repo_id], lines)
             else:
-                pub = PUBLISHED[a.repo_id]
+                pub = published(a.repo_id)
                 if pub.tokenizer not in tokenizers:
                     tokenizers[pub.tokenizer] = train_tokenizer(pub.tokenizer, pub.vocab, lines, 512)
                 # the releases' model_max_length: the positions (RoBERTa's 514 hold two offsets)
                 positions = pub.config.get("max_position_embeddings", pub.config.get("n_positions", 512))
                 tokenizers[pub.tokenizer].model_max_length = 512 if pub.tokenizer == "roberta-bpe" else positions
-                info = build_model(a.repo_id, folder, tokenizers[pub.tokenizer], shapes, head_size)
+                # the members of a family (one repository per pre-training seed and step) get weights of their own
+                seed = 0 if a.repo_id in PUBLISHED else zlib.crc32(a.repo_id.encode())
+                info = build_model(a.repo_id, folder, tokenizers[pub.tokenizer], shapes, head_size, seed)
         record["assets"][a.key] = {"random_weights": a.repo_type == "model", **info}
         record_path.write_text(json.dumps(record, indent=1))  # after each: an interrupted build keeps what it has
     return repos
@@ -303,12 +306,18 @@ def rehearse(tier_name: str, data_root: str, claims_dir: str = "replications", c
     from .hub import MANIFEST, load_manifest
     from .plan import plan_all
     from .provenance import atomic_write_json
-    from .tiers import load_tier
+    from .schema import read_yaml
+    from .tiers import TIERS_DIR, load_tier, read_tier
 
     tier = load_tier(tier_name)
     if not tier.get("rehearsal"):
-        raise UserError(f"{tier['_path']}: tier {tier['name']} has no 'rehearsal' section, so its assets are the real ones; "
-                        "rehearse a rehearsal tier (e.g. --tier rehearsal, an overlay of paper.yaml)")
+        # the rehearsal tiers, and the one whose base chain starts at this tier
+        ours = {t.stem: read_yaml(t).get("base") for t in sorted(TIERS_DIR.glob("*.yaml"))
+                if "rehearsal" in read_tier(t)}
+        of = [t for t, base in ours.items() if (base[0] if isinstance(base, list) else base) == tier["name"]]
+        which = f"its rehearsal is --tier {of[0]}" if of else f"rehearse a rehearsal tier: {', '.join(ours)}"
+        raise UserError(f"{tier['_path']}: tier {tier['name']} has no 'rehearsal' section, so its assets are the real "
+                        f"ones; {which}")
     shapes, head_size = tier["rehearsal"]["shapes"], tier["rehearsal"].get("head_size", 8)
     root = Path(resources).resolve() / tier["name"]
     hub_root = root / "hub"

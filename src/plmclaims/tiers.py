@@ -5,7 +5,7 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import families, recipes
+from . import families, hub_family, recipes
 from .errors import UserError
 from .schema import read_yaml, validate
 
@@ -39,17 +39,25 @@ def overlay(base: dict, over: dict) -> dict:
 
 def read_tier(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """A tier file with its `base:` chain resolved: an overlay names a tier (or a YAML path, relative to the overlay's
-    folder) and states only what differs, so every section later added to the base is inherited unchanged."""
+    folder) and states only what differs, so every section later added to the base is inherited unchanged. `base` may
+    be a list: the first is the base, and each later tier adds what its own file states, without its own base (so
+    `[paper-multiberts, rehearsal]` is paper-multiberts with rehearsal.yaml's budgets and stand-ins)."""
     tier = read_yaml(path)
     if "base" not in tier:
         return tier
     base = tier.pop("base")
-    if not isinstance(base, str):
-        raise UserError(f"{path}: field 'base': got {base!r}; expected a tier name or a path to a tier YAML")
-    base_path = tier_path(base) if Path(base).suffix not in (".yaml", ".yml") else (path.parent / base)
-    if base_path.resolve() in seen:
-        raise UserError(f"{path}: field 'base': {base!r} leads back to {path.name} (a cycle); name a tier without this one in its chain")
-    return overlay(read_tier(base_path, (*seen, path.resolve())), tier)
+    names = base if isinstance(base, list) and base else [base]
+    if not all(isinstance(b, str) for b in names):
+        raise UserError(f"{path}: field 'base': got {base!r}; expected a tier name or a path to a tier YAML, or a list "
+                        "of them")
+    paths = [tier_path(b) if Path(b).suffix not in (".yaml", ".yml") else (path.parent / b) for b in names]
+    if paths[0].resolve() in seen:
+        raise UserError(f"{path}: field 'base': {names[0]!r} leads back to {path.name} (a cycle); name a tier without "
+                        "this one in its chain")
+    out = read_tier(paths[0], (*seen, path.resolve()))
+    for more in paths[1:]:
+        out = overlay(out, {k: v for k, v in read_yaml(more).items() if k != "base"})
+    return overlay(out, tier)
 
 
 def load_tier(name_or_path: str) -> dict:
@@ -59,6 +67,8 @@ def load_tier(name_or_path: str) -> dict:
     for role, spec in tier["roles"].items():
         if "asset" in spec and spec["asset"] not in tier["assets"]:
             raise UserError(f"{path}: field 'roles.{role}.asset': got {spec['asset']!r}; allowed values: {', '.join(tier['assets'])}")
+    for name, spec in tier["assets"].items():
+        hub_family.check(name, spec, path)
     tier["_path"] = str(path)
     recipes.check_tier(tier)  # every recipe of a tier that runs the papers' recipes states every setting
     return tier
@@ -93,9 +103,10 @@ class Instance:
 
 
 def instances(tier: dict, asset: str) -> list[Instance]:
-    """The trained instances of an asset: one per seed for models the workflow trains."""
+    """The trained instances of an asset: one per seed for models the workflow trains and for a hub family of
+    seeded pre-trainings (hub_family)."""
     spec = tier["assets"][asset]
-    if spec["kind"] == "pretrain-mlm":
+    if spec["kind"] == "pretrain-mlm" or hub_family.is_family(spec):
         return [Instance(asset, spec["kind"], s) for s in spec.get("seeds", [0])]
     return [Instance(asset, spec["kind"])]
 

@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+from .. import hub_family
 from ..provenance import atomic_write_json, atomic_write_text
 from .common import REHEARSAL, VERDICT_MEANING
 from .curves import curves_plot, reported_xy
@@ -79,4 +80,5 @@ def provenance(verdicts: list[dict], tier: dict, own_files: list[Path] = ()) -> 
             "claims": {v["id"]: v.get("version") for v in verdicts},
             "verdict_commits": sorted({(v.get("provenance") or {}).get("git_commit", "unknown") for v in verdicts}),
             "run_commits": dict(sorted(commits.items())),
-            "run_packages": {n: sorted(vs) for n, vs in sorted(packages.items())}}
+            "run_packages": {n: sorted(vs) for n, vs in sorted(packages.items())},
+            **({"unpinned": unpinned} if (unpinned := hub_family.unpinned_repos(tier)) else {})}

@@ -2,6 +2,7 @@
 each figure where its numbers are."""
 from __future__ import annotations
 
+from .. import hub_family
 from . import tables
 from .common import HEADINGS, REHEARSAL, first_reason, models_text, source, verdict_rank, verdict_word, views
 from .summary import written_summary
@@ -61,6 +62,10 @@ def markdown(verdicts: list[dict], tier: dict) -> str:
         lines += ["**Rehearsal.** Every asset is a stand-in with the real architecture's configuration and random "
                   "weights, on cut budgets: this report shows that the DAG runs, and no number or verdict in it means "
                   "anything about the claims.", ""]
+    unpinned = hub_family.unpinned_repos(tier)
+    if unpinned:
+        lines += ["**Unpinned hub models.** These load the hub's main branch, not a commit named in the tier (each run "
+                  "records the commit prefetch got): " + "; ".join(f"`{r}` ({why})" for r, why in unpinned.items()), ""]
     lines += written_summary(verdicts, tier)
     lines += ["## Reported vs measured", "", FOREST_TEXT, "", _embed("forest", "reported vs measured, per claim"), ""]
     lines += claims_by_verdict(verdicts)

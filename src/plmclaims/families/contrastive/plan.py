@@ -27,9 +27,9 @@ MLM_ARCHITECTURES = ("bert", "roberta")  # claims.architecture's names with a ma
 def _vocabulary(spec: dict) -> tuple[str, int] | None:
     """A hub checkpoint's published tokenizer (kind, size), from the table the rehearsal's stand-ins are built to;
     None where it is not known offline (an asset the workflow builds, a hub id the table does not list)."""
-    from ...published import PUBLISHED
+    from ...published import published
 
-    pub = PUBLISHED.get(spec.get("id", "")) if spec.get("source") == "hub" else None
+    pub = published(spec.get("id", "")) if spec.get("source") == "hub" else None  # a family's pattern or member too
     return (pub.tokenizer, pub.vocab) if pub else None
 
 

@@ -2,6 +2,7 @@
 claim, and one probe run per (instance, method, task, layer); the random-weights twins beside the raw encoder."""
 from __future__ import annotations
 
+from ... import hub_family
 from ...claims import Claim, Measurement
 from ...data import verify
 from ...plan import PlannedMeasurement, Run, asset_view, make_run, merge, model_run, pick, wants_twins
@@ -17,7 +18,7 @@ def encode_run(tier: dict, instance: str, split: str, step: int | None = None, w
     """Word vectors of every layer for the seeded UD sample (train and the scored split) of one instance: its final
     weights, or the checkpoint its pre-training saved at `step`. `words='bigram-shift'`: the same sample with two
     adjacent words swapped in a seeded half of it (a run of its own; without it, params and keys are as before)."""
-    view = merge(pick(tier, "data.ud", *SAMPLE, "encode"), asset_view(tier, instance))
+    view = merge(pick(tier, "data.ud", *SAMPLE, "encode"), asset_view(tier, instance, step))
     model = model_run(tier, instance)
     params = {k: v for k, v in (("step", int(step) if step else None), ("words", words)) if v}
     return make_run("probe-encode", {"instance": instance, "split": split}, view, (model,) if model else (),
@@ -33,11 +34,11 @@ def probe_run(tier: dict, instance: str, method: str, task: str, split: str, lay
 
 
 def checkpoint_steps(tier: dict, asset: str) -> list[int] | None:
-    """The steps a workflow-trained model's pre-training saves weights at (its checkpoints and the last step); None
-    for a model the workflow does not train."""
+    """The steps a model's pre-training saved weights at, the last step last: a workflow-trained model's checkpoints,
+    or the checkpoints a hub family of seeded pre-trainings released (hub_family); None for any other model."""
     spec = tier["assets"][asset]
     if spec["kind"] != "pretrain-mlm":
-        return None
+        return hub_family.steps(spec)
     return sorted({int(c) for c in spec["train"].get("checkpoints", [])} | {int(spec["train"]["steps"])})
 
 
@@ -61,8 +62,9 @@ def plan_measurement(claim: Claim, m: Measurement, tier: dict, pm: PlannedMeasur
     if m.params.get("step") == "all":  # a curve along pre-training: the initialisation, each checkpoint, the end
         steps = checkpoint_steps(tier, asset)
         if steps is None:
-            return pm.not_run(f"role '{m.role}' maps to '{asset}', which the workflow does not pre-train, so no "
-                              f"intermediate checkpoints exist at tier {tier['name']} (MultiBERTs' would serve; not pinned yet)")
+            return pm.not_run(f"role '{m.role}' maps to '{asset}', which has no intermediate checkpoints at tier "
+                              f"{tier['name']} (the workflow does not pre-train it and the tier lists none; the "
+                              "paper-multiberts tier reads MultiBERTs' checkpoints)")
         layer = resolve_layer(m.params["layer"], n)
         final = steps[-1]
         # step 0 is the same architecture at its random initialisation: the random-weights twin

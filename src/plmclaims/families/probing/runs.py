@@ -60,7 +60,8 @@ def encode(tier: dict, instance: str, split: str, data_root: str | None, resourc
     enc = tier.get("encode", {})
     max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
     config = {"instance": instance, "split": split, "probing": {k: pr.get(k) for k in ("train_sentences", "eval_sentences", "max_words", "seed")},
-              "tier": tier["name"], "asset": tier["assets"][inst.asset], "revision": runs.hub_revision(tier, instance),
+              "tier": tier["name"], "asset": tier["assets"][inst.asset],
+              "revision": runs.hub_revision(tier, instance, step),
               "step": step, "words": words}
     arrays, stats = {}, {}
     with Run(out.with_name("metrics.json"), config, seed=inst.seed) as run:

@@ -182,7 +182,7 @@ def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_ro
     runs = cplan.measurements["layers"].runs[:2]  # two layers of the curve, reading one encode
     vectors = runs[0].upstream[0].path(roots["results"])
     batch = [[r.to_json(tier), str(tmp_path / "batch" / r.key / "metrics.json")] for r in runs]
-    assert cli.main(["batch", "--runs", json.dumps(batch), "probe", "--data-root", str(data_root), "--vectors", vectors,
+    assert cli.main(["rule", "batch", "--runs", json.dumps(batch), "probe", "--data-root", str(data_root), "--vectors", vectors,
                      "--threads", "1"]) == 0
     for r, (_, out) in zip(runs, batch):
         alone, batched = (json.loads(Path(f).read_text()) for f in (r.path(roots["results"]), out))

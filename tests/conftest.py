@@ -207,9 +207,13 @@ LONG_RUNS = ("tiny_run", "second_run")
 BACKGROUND_TIMEOUT = 3600
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: a test that waits for a long run is `slow`
 def pytest_collection_modifyitems(config, items):
     """The tests that wait for a long run go last (a stable sort keeps every other order), so the rest run while the
-    long runs do."""
+    long runs do; each is marked `slow` (`pytest -m "not slow"` starts no long run)."""
+    for item in items:
+        if any(name in item.fixturenames for name in LONG_RUNS):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: any(name in item.fixturenames for name in LONG_RUNS))
 
 

@@ -62,6 +62,7 @@ def tiny_mlm():
     return AutoModelForMaskedLM.from_config(config, attn_implementation="eager").eval()
 
 
+@pytest.mark.slow
 def test_forward_returns_maps_and_the_loss_gradient(tiny_mlm):
     import torch
     from transformers import AutoModelForMaskedLM

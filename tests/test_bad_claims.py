@@ -220,6 +220,7 @@ def test_a_family_name_outside_the_registry_is_refused_with_the_registered_ones(
     assert "protocol.family" in str(err.value) and all(f in str(err.value) for f in list(families.FAMILIES)[:3])
 
 
+@pytest.mark.slow
 def test_lora_module_tables_name_real_layers():
     """Every LoRA target the tables allow is a Linear layer of that architecture (tiny random models)."""
     import torch

@@ -94,6 +94,7 @@ def _cka_runs(tmp_path, data_root, lr):
     return json.loads(out(cka).read_text())["values"], layers
 
 
+@pytest.mark.slow
 def test_a_zero_learning_rate_leaves_every_layer_at_cka_one(tmp_path, data_root):
     values, layers = _cka_runs(tmp_path, data_root, 0.0)
     assert sorted(values["layers"]) == [str(k) for k in range(7)] and values["examples"] == 12

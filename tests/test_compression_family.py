@@ -116,6 +116,7 @@ def _run(tier, tmp_path, data_root, method, params):
     return json.loads(out.read_text())["values"], np.load(out.with_name("predictions.npz"))
 
 
+@pytest.mark.slow
 def test_compressed_runs_write_what_the_verdicts_read(minilm_tier, tmp_path, data_root):
     ref, ref_pred = _run(minilm_tier, tmp_path, data_root, "uncompressed", {})
     int8, int8_pred = _run(minilm_tier, tmp_path, data_root, "quantisation", {"backend": "torch"})

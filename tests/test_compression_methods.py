@@ -41,6 +41,7 @@ def hidden(model, batch):
 
 # ---- head gates ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_zero_gate_equals_physically_pruning_the_head(minilm, batch):
     # float64, so that the different GEMM shapes' rounding (up to ~5e-5 after six float32 layers) cannot hide a real gap
     model = copy.deepcopy(minilm[0]).double()

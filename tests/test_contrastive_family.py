@@ -131,6 +131,7 @@ def _minilm_tier():
     })
 
 
+@pytest.mark.slow
 def test_real_runs_write_what_the_verdict_engine_reads(repo, tmp_path, data_root):
     from plmclaims.families.contrastive.runs import contrastive
     from plmclaims.families.sts.runs import encode, score

@@ -40,6 +40,7 @@ def cos(i, j):
     return 1.0 if i == j else COS[min(i, j), max(i, j)]
 
 
+@pytest.mark.slow
 def test_simcse_loss_on_identical_views_equals_hand_computed_infonce():
     # each view identical to its twin: row i's positive scores 20, its in-batch negatives 20 c_ij, so
     # loss_i = -log(e^20 / (e^20 + sum_j e^(20 c_ij))) = log(1 + sum_{j != i} e^(20 (c_ij - 1)))
@@ -266,6 +267,7 @@ def test_random_weights_twin_differs_and_saved_model_reloads(tiny_model, tmp_pat
 
 # --- the corpus
 
+@pytest.mark.slow
 def test_corpus_sample_is_seeded_and_documents_are_whole_articles():
     from plmclaims.data import sentences
 

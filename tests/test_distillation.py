@@ -22,6 +22,7 @@ from samples import SENTENCES
 CLAIM = "compression/distilled-half-keeps-97"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", ["mean", "cls-before-pooler", "first-last", "last2avg"])
 def test_the_trained_vectors_are_the_scored_vectors(minilm, pooling):
     """The loss is taken on the very pooling the compress run scores (encoders.pool over encode_layers)."""
@@ -81,6 +82,7 @@ def test_the_budget_changes_only_the_distilled_run_and_it_reads_the_train_senten
     assert not any(f.endswith("SICK_train.txt") for f in P.data_files(teacher, tier, str(data_root)))
 
 
+@pytest.mark.slow
 def test_the_distillation_run_writes_the_score_layout_and_the_parameter_counts(tmp_path, data_root):
     tier = with_overrides(load_tier("tiny"), {"roles.compression-encoder": {"asset": "all-minilm-l6-v2"}, "data.max_pairs": 24,
                                               "compression.distill": {"sentences": 48, "steps": 3, "batch_size": 8,

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import run_snakemake
 from plmclaims.failures import Failure, attribute, failed_jobs
 
@@ -50,6 +52,7 @@ def test_attribute_prefers_the_job_that_was_to_write_a_needed_file(tmp_path):
     assert failed_jobs([tmp_path / "missing.log"]) == []
 
 
+@pytest.mark.slow
 def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_root, broken_data_root):
     """A failed run: the report still lists every claim; the failed one says `error` with the failing rule and log."""
     root = broken_data_root(tmp_path)

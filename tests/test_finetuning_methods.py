@@ -33,6 +33,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(CASES))
 def test_trainable_parameters(method):
     params, expected = CASES[method]

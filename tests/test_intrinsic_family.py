@@ -89,6 +89,7 @@ def test_a_layer_the_model_lacks_is_refused_in_one_line(tmp_path, repo):
 
 # ---------------------------------------------------------------- real runs, read by the verdict engine
 
+@pytest.mark.slow
 def test_runs_write_values_the_verdict_engine_reads(tmp_path, repo, data_root):
     """The three claims on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies."""
     tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},

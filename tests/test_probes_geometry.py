@@ -132,6 +132,7 @@ def test_expected_layer_and_centre_of_gravity_hand_computed():
     assert probes.best_layer([0.1, 0.5, 0.5]) == 1
 
 
+@pytest.mark.slow
 def test_scalar_mix_puts_its_weight_on_the_informative_layer():
     x, y = planted(900, d=10, seed=1)
     layers = [RNG.normal(size=(900, 10)), RNG.normal(size=(900, 10)), x]

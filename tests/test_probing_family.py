@@ -129,6 +129,7 @@ def test_a_malformed_layer_is_refused_when_the_claim_loads(tmp_path, repo):
 
 # ---------------------------------------------------------------- real runs, read by the verdict engine
 
+@pytest.mark.slow
 def test_runs_write_predictions_the_verdict_engine_reads(tmp_path, repo, data_root):
     """P1 and T2 on all-MiniLM-L6-v2 and its random-weights twin at toy sizes, run by the rule bodies themselves."""
     tier = with_overrides(load_tier("tiny"), {"roles.raw-encoder": {"asset": "all-minilm-l6-v2"},

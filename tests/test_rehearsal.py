@@ -139,6 +139,7 @@ def test_every_paper_hub_asset_has_a_stand_in_with_its_published_shape(tmp_path,
         assert same.items() <= cut.items()  # depth, vocabulary, positions, model type and special ids as published
 
 
+@pytest.mark.slow
 def test_hub_dataset_stand_ins_load_through_the_real_prefetch_and_loaders(tmp_path, data_root, monkeypatch):
     """GLUE's MNLI and QQP (nyu-mll/glue at its pinned parquet commit) and the NLI fit corpus (sentence-transformers/
     all-nli) as stand-ins in their release's layout: prefetched from the stand-in hub by hub.prefetch, then read
@@ -230,6 +231,7 @@ def _rehearse(work: Path, tier: str, claims: list[str], data_root: str, *extra) 
     return subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3000)
 
 
+@pytest.mark.slow
 def test_rehearsal_runs_every_rule_and_architecture_of_the_paper_dag(tmp_path, data_root, built_standins):
     tier = load_tier(_overlay(tmp_path))
     claims = load_claims(REPO / "replications")

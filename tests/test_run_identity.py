@@ -100,6 +100,7 @@ def test_long_pole_chain_is_scheduled_first(repo, data_root, tmp_path):
     assert n == 5 and order[0] == "corpus" and set(order[:n]) == chain, order[:10]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["my data", "data$(touch INJECTED)"])
 def test_values_reach_the_shell_quoted(repo, data_root, tmp_path, folder):
     """A data root and results folder with a space or shell syntax run one real job; nothing is executed from them."""

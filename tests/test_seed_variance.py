@@ -70,6 +70,7 @@ def _toy_sst2():
     return GlueData("SST-2", "train", texts[:40], None, labels[:40]), GlueData("SST-2", "dev", texts[40:], None, labels[40:])
 
 
+@pytest.mark.slow
 def test_separate_seeds_change_only_what_they_own(tiny_bert, monkeypatch):
     """The order seed moves the training examples' order (and sample) and the generator dropout draws from, never
     the fresh head; the head seed moves the head and nothing else; the pre-trained weights move with neither."""

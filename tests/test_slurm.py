@@ -18,6 +18,8 @@ import yaml
 from conftest import REQUIRE_SLURM, run_slurm, slurm_cluster, slurm_jobs
 from plmclaims import families
 
+pytestmark = pytest.mark.slow  # the workflow through a SLURM cluster
+
 
 def _rule(comment: str, rules: list[str]) -> str | None:
     """The rule a job comment names (rule_<name>, rule_<name>_wildcards_... or a batch's rule_<name>_batch_...; 'probe'

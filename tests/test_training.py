@@ -19,6 +19,7 @@ def rte(data_root):
 
 @pytest.mark.parametrize("method, params", [("full-finetuning", {"lr": 5e-5}), ("lora", {"r": 4, "lr": 1e-3}),
                                             ("adapter", {"size": 8, "lr": 1e-3}), ("bitfit", {"lr": 1e-3})])
+@pytest.mark.slow
 def test_finetune_runs_and_records(minilm_path, rte, method, params):
     train, dev = rte
     values, preds = training.finetune(minilm_path, method, params, train, dev, BUDGET, seed=1, progress=False)
@@ -33,6 +34,7 @@ def test_finetune_runs_and_records(minilm_path, rte, method, params):
     assert values["steps"] == 6 and values["peak_memory_mb"] > 0
 
 
+@pytest.mark.slow
 def test_same_seed_same_predictions(minilm_path, rte):
     train, dev = rte
     a, pa = training.finetune(minilm_path, "lora", {"r": 4, "lr": 1e-3}, train, dev, BUDGET, seed=3, progress=False)

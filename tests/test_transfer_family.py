@@ -107,6 +107,7 @@ def test_plan_says_why_a_tier_cannot_run(repo):
     assert "skips every task" in P.plan_claim(claim, skip).measurements["random_weights"].reason
 
 
+@pytest.mark.slow
 def test_a_real_run_and_its_verdict(tmp_path, repo, minilm_path):
     """all-MiniLM-L6-v2 (a packaged encoder) and its random-weights twin on the three tasks, a few steps each: the
     runs write the score-run layout and the verdict engine pairs and judges them."""

@@ -388,11 +388,14 @@ def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple
 
 
 def copied_runs(runs: dict[str, Run]) -> set[str]:
-    """The keys of the finetune runs whose finetuned twin is among `runs`: their job copies the twin's results
-    (glue.runs.copy_saved_twin), so they cost a job's start-up and no training."""
-    from .families.glue.plan import saved_twin
+    """The keys of the finetune runs whose finetuned twin (a run of the same spec under the other kind:
+    glue.plan.saved_twin) is among `runs`: their job copies the twin's results (glue.runs.copy_saved_twin), so they
+    cost a job's start-up and no training."""
+    def same(r: Run) -> str:
+        return json.dumps({k: v for k, v in r.spec.items() if k != "kind"}, sort_keys=True)
 
-    return {k for k, r in runs.items() if r.kind == "finetune" and (t := saved_twin(r)) is not None and t.key in runs}
+    twins = {same(r) for r in runs.values() if r.kind == "finetuned"}
+    return {k for k, r in runs.items() if r.kind == "finetune" and same(r) in twins}
 
 
 def plan_costs(plans: list[ClaimPlan], table: dict) -> dict:

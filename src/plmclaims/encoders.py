@@ -101,7 +101,11 @@ def encode_layers(model, tokenizer, sentences: list[str], batch_size: int = 64, 
     model.to(device)
     n_layers = model.config.num_hidden_layers
     layers = kept_layers(n_layers)
-    order = np.argsort([-len(s) for s in sentences], kind="stable")  # length-sorted batches pad less
+    # tokenised once, then batched in order of token count (stable): a batch pads to its own longest sentence, so
+    # sorting by tokens rather than characters pads the union of the STS test sets 1% instead of 42%
+    tokens = tokenizer(list(sentences), truncation=True, max_length=max_length)
+    tokens = {k: v for k, v in tokens.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
     out = {f"mean_{i}": np.zeros((len(sentences), model.config.hidden_size), np.float32) for i in layers}
     out["cls"] = np.zeros((len(sentences), model.config.hidden_size), np.float32)
     has_pooler = getattr(model, "pooler", None) is not None
@@ -111,8 +115,8 @@ def encode_layers(model, tokenizer, sentences: list[str], batch_size: int = 64, 
     with torch.inference_mode(), autocast:
         for start in tqdm(range(0, len(sentences), batch_size), desc="encode", unit="batch", disable=not progress, mininterval=5):
             idx = order[start:start + batch_size]
-            batch = tokenizer([sentences[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-            batch = {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            batch = tokenizer.pad({k: [v[i] for i in idx] for k, v in tokens.items()}, return_tensors="pt")
+            batch = {k: v.to(device) for k, v in batch.items()}
             res = model(**batch, output_hidden_states=True)
             mask = batch["attention_mask"].unsqueeze(-1).float()
             denom = mask.sum(1).clamp(min=1)

@@ -32,11 +32,10 @@ def load_benchmarks(tier: dict, evaluator: str, form: str, data_root: str | None
 
 def union_sentences(datasets: list[sts.StsData]) -> list[str]:
     """Every sentence of the benchmarks once (STS-B's test sentences come from STS12-16: 26 139 sentences, not the
-    28 570 of the seven benchmarks one by one), in one canonical order: longest first, ties by text. The encoders cut
-    this order into consecutive batches, so a sentence's batch is a function of the union alone, never of the order the
-    benchmarks were read in or of which benchmark asks for it: dynamic int8 quantisation scales activations per batch,
-    so the sentences a batch holds change each vector in it, and every run that encodes the union (encode, compress,
-    contrastive) batches it alike."""
+    28 570 of the seven benchmarks one by one), in one canonical order: longest first, ties by text. The encoders batch
+    it in a stable sort of this order (by token count in encoders.encode_layers), so a sentence's batch is a function
+    of the union alone, never of the order the benchmarks were read in or of which benchmark asks for it, and every run
+    that encodes the union (encode, compress, contrastive) batches it alike."""
     return sorted({s for d in datasets for s in (*d.sentence1, *d.sentence2)}, key=lambda s: (-len(s), s))
 
 

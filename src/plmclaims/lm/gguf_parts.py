@@ -70,7 +70,7 @@ def accelerate_missing(asset: str) -> str | None:
     """Why a GGUF asset cannot load here (transformers' GGUF loader refuses to run without `accelerate`), or None."""
     if importlib.util.find_spec("accelerate") is None:
         return (f"asset '{asset}' is a GGUF file, and transformers loads GGUF files only with the package 'accelerate', "
-                "which is not installed: pip install accelerate (it is in the project's dependencies: pip install -e .)")
+                "which is not installed: pip install accelerate (or the micro extra: pip install -e '.[micro]')")
     return None
 
 

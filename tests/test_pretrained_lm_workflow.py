@@ -53,7 +53,8 @@ def test_sentence_vectors_have_the_decoder_poolings_for_the_model_and_its_twin(r
 def test_probes_geometry_and_attention_read_every_layer(results):
     with np.load(_one(results, "runs/probe-encode/tiny-gemma/dev/*/words.npz")) as z:
         assert {f"train::layer{i}" for i in range(3)} <= set(z.files)
-    probes = {(p.parts[-5], p.parts[-3]) for p in results.glob("runs/probe/tiny-gemma.random-s1/*/*/dev/*/*/metrics.json")}
+    found = results.glob("runs/probe/tiny-gemma.random-s1/*/*/dev/*/*/metrics.json")
+    probes = {(p.parts[-5], p.parts[-3]) for p in found}
     assert {t for t, _ in probes} == {"upos", "dependency", "tree"} and {l for _, l in probes} == {"l0", "l1", "l2"}
     geometry = _values(_one(results, "runs/geometry/tiny-gemma/dev/l2/*/metrics.json"))["benchmarks"]
     assert set(geometry) >= {"anisotropy", "self-similarity", "explainable-variance"}
@@ -68,7 +69,8 @@ def test_probes_geometry_and_attention_read_every_layer(results):
 def test_the_frozen_decoder_trains_its_input_output_and_norms(results):
     for task in ("bit-memory", "bit-xor", "listops"):
         for instance in ("tiny-gemma", "tiny-gemma.random-s1"):
-            groups = _values(_one(results, f"runs/transfer/{instance}/{task}/s0/*/metrics.json"))["parameters"]["groups"]
+            run = _one(results, f"runs/transfer/{instance}/{task}/s0/*/metrics.json")
+            groups = _values(run)["parameters"]["groups"]
             assert groups["positions"] == 0 and min(groups["layernorm"], groups["input"], groups["output"]) > 0
 
 

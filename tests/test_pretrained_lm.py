@@ -222,6 +222,8 @@ def test_bf16_autocast_is_close_to_float32_and_an_unknown_precision_is_refused(t
     a, b = full["mean_2"], half["mean_2"]
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert cos.min() > 0.99 and not np.array_equal(full["mean_2"], half["mean_2"])
+    words, _ = decoders.encode_words(model, tok, [s.split() for s in sentences], progress=False, precision="bf16")
+    assert words.dtype == np.float32 and np.isfinite(words).all()
     with pytest.raises(UserError, match="allowed values: float32, bf16"):
         decoders.encode_layers(model, tok, sentences, progress=False, precision="fp16")
 

@@ -169,5 +169,5 @@ def encode_words(model, tokenizer, sentences: list[list[str]], batch_size: int =
                 avg[wid[tok], tok] = 1.0
                 avg /= avg.sum(1, keepdims=True)
                 vecs = torch.einsum("wt,ltd->lwd", torch.from_numpy(avg).to(device), hidden[:, b, :len(wid)])
-                out[:, starts[i]:starts[i] + len(sentences[i])] = vecs.cpu().numpy()
+                out[:, starts[i]:starts[i] + len(sentences[i])] = vecs.float().cpu().numpy()  # autocast: bf16
     return out, kept

@@ -193,7 +193,7 @@ def precision(tier: dict, work: Path, data_root: str, pairs: int, sentences: int
 
 
 def price_transfer(tier: dict, work: Path, data_root: str) -> dict:
-    """Seconds per training step of the frozen-transformer transfer (T4) on the tier's pretrained-lm and causal-lm
+    """CPU seconds per training step of the frozen-transformer transfer (T4) on the tier's pretrained-lm and causal-lm
     assets, per task, precision and batch size (median of 3 timed steps after a warm-up, one thread), and what each
     option costs for the model and its twin: steps x seconds per step, plus scoring the test items."""
     import numpy as np
@@ -227,21 +227,21 @@ def price_transfer(tier: dict, work: Path, data_root: str) -> dict:
                     times = []
                     for _ in range(4):
                         x, mask, y = frozen_transfer._tensors(train, np.arange(batch))
-                        start = time.perf_counter()
+                        start = time.process_time()  # CPU time of this one-thread process: load-independent
                         with decoders.autocast("cpu", prec):
                             logits = model(x, mask)
                         loss = F.cross_entropy(logits.float().reshape(-1, train.classes), y.reshape(-1))
                         opt.zero_grad()
                         loss.backward()
                         opt.step()
-                        times.append(time.perf_counter() - start)
-                    start = time.perf_counter()
+                        times.append(time.process_time() - start)
+                    start = time.process_time()
                     with torch.inference_mode(), decoders.autocast("cpu", prec):
                         for i in range(0, len(test), 256):
                             model(*frozen_transfer._tensors(test, np.arange(i, min(i + 256, len(test))))[:2])
                     rates.append({"asset": asset, "task": task, "precision": prec, "batch": batch,
                                   "s_per_step": round(float(np.median(times[1:])), 3),
-                                  "test_s": round(time.perf_counter() - start, 1), "tokens": int(train.x.shape[1])})
+                                  "test_s": round(time.process_time() - start, 1), "tokens": int(train.x.shape[1])})
                     print(rates[-1], flush=True)
     options = []
     for asset in sorted({r["asset"] for r in rates}):

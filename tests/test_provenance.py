@@ -54,3 +54,30 @@ def test_a_run_records_the_start_up_its_process_spent_before_it_began_apart_from
     later = json.loads(second.read_text())["provenance"]
     # the process's age by then is at least the first run's start-up + its wall time + the gap
     assert 0.3 <= later["startup_s"] < prov["startup_s"] + prov["wall_time_s"]
+
+
+def test_a_run_records_the_peak_memory_its_process_held(tmp_path):
+    """peak_rss_mb: the most resident memory of the job's process by the run's end (what mem_mb must cover): a run that
+    held a 200 MB array reports at least that, after the array is freed."""
+    import json
+    import sys
+
+    out = tmp_path / "metrics.json"
+    code = ("import numpy as np\nfrom plmclaims.provenance import Run\n"
+            f"with Run({str(out)!r}, {{}}) as run:\n    a = np.ones(200 * 2**20, np.uint8); del a\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert json.loads(out.read_text())["provenance"]["peak_rss_mb"] >= 200
+
+
+def test_a_run_records_the_cpu_time_its_process_used(tmp_path):
+    """cpu_s: the job's CPU seconds by the run's end, start-up included; sleeping costs none, computing does."""
+    import json
+    import sys
+
+    out = tmp_path / "metrics.json"
+    code = ("import time\nfrom plmclaims.provenance import Run\n"
+            f"with Run({str(out)!r}, {{}}) as run:\n    time.sleep(1.0); t = time.process_time()\n"
+            "    while time.process_time() - t < 0.5: pass\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    prov = json.loads(out.read_text())["provenance"]
+    assert 0.5 <= prov["cpu_s"] < prov["wall_time_s"] + prov["startup_s"]

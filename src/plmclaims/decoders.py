@@ -51,7 +51,8 @@ def load_decoder(path: str | Path, seed: int = 0, random_weights: bool = False, 
             model = AutoModel.from_pretrained(str(path), dtype=torch.float32, **kwargs)
     except OSError as err:
         raise UserError(f"causal LM {str(path)!r} could not be loaded ({str(err).splitlines()[0]}); with "
-                        "HF_HUB_OFFLINE=1 it must be prefetched first, and a workflow-built one materialised (rule lm_model)") from None
+                        "HF_HUB_OFFLINE=1 it must be prefetched first, and a workflow-built one materialised "
+                        "(rule lm_model)") from None
     return model.eval(), prepare_tokenizer(tokenizer)
 
 
@@ -82,7 +83,8 @@ def _padded(tokenizer, enc: dict, idx, device: str) -> dict:
 
 
 def encode_layers(model, tokenizer, sentences: list[str], batch_size: int = 64, max_length: int = 128,
-                  device: str | None = None, progress: bool = True, precision: str | None = None) -> dict[str, np.ndarray]:
+                  device: str | None = None, progress: bool = True,
+                  precision: str | None = None) -> dict[str, np.ndarray]:
     """One forward pass over `sentences`: per kept layer the mean over each sentence's own tokens (special tokens left
     out), and the last token's last-layer vector (`last`); the layout of encoders.encode_layers."""
     import torch
@@ -97,7 +99,8 @@ def encode_layers(model, tokenizer, sentences: list[str], batch_size: int = 64, 
     out = {f"mean_{i}": np.zeros((len(sentences), d), np.float32) for i in layers}
     out["last"] = np.zeros((len(sentences), d), np.float32)
     with torch.inference_mode(), autocast(device, precision):
-        for start in tqdm(range(0, len(sentences), batch_size), desc="encode", unit="batch", disable=not progress, mininterval=5):
+        for start in tqdm(range(0, len(sentences), batch_size), desc="encode", unit="batch", disable=not progress,
+                          mininterval=5):
             idx = order[start:start + batch_size]
             batch = _padded(tokenizer, enc, idx, device)
             hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
@@ -154,7 +157,8 @@ def encode_words(model, tokenizer, sentences: list[list[str]], batch_size: int =
     order = idx_kept[np.argsort([-len(aligned[i][0]) for i in idx_kept], kind="stable")]
     enc = {"input_ids": [a[0] for a in aligned], "attention_mask": [[1] * len(a[0]) for a in aligned]}
     with torch.inference_mode(), autocast(device, precision):
-        for start in tqdm(range(0, len(order), batch_size), desc="encode words", unit="batch", disable=not progress, mininterval=5):
+        for start in tqdm(range(0, len(order), batch_size), desc="encode words", unit="batch", disable=not progress,
+                          mininterval=5):
             idx = order[start:start + batch_size]
             batch = _padded(tokenizer, enc, idx, device)
             hidden = torch.stack(model(**batch, output_hidden_states=True).hidden_states).float()  # (L+1, B, T, d)
@@ -165,5 +169,5 @@ def encode_words(model, tokenizer, sentences: list[list[str]], batch_size: int =
                 avg[wid[tok], tok] = 1.0
                 avg /= avg.sum(1, keepdims=True)
                 vecs = torch.einsum("wt,ltd->lwd", torch.from_numpy(avg).to(device), hidden[:, b, :len(wid)])
-                out[:, starts[i]:starts[i] + len(sentences[i])] = vecs.cpu().numpy()
+                out[:, starts[i]:starts[i] + len(sentences[i])] = vecs.float().cpu().numpy()  # autocast: bf16
     return out, kept

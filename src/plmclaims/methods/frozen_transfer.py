@@ -105,13 +105,17 @@ def _tensors(data, idx):
     return x, torch.as_tensor(data.mask[idx]), torch.as_tensor(data.y[idx])
 
 
-def train_and_score(body, train, test, budget: dict, lr: float, seed: int) -> tuple[dict, dict]:
+def train_and_score(body, train, test, budget: dict, lr: float, seed: int, autocast=None) -> tuple[dict, dict]:
     """Fit the FPT on `train` for budget['steps'] Adam steps of budget['batch_size'] examples (drawn with `seed`),
-    then predict `test`. Returns (values: accuracy on the scored items, parameter counts, losses; arrays: pred and gold
-    of the scored items, in item order)."""
+    then predict `test`. `autocast`: a context factory the forward passes run in (a decoder's bf16 autocast:
+    decoders.autocast); the loss, the gradients and the trained weights stay float32. Returns (values: accuracy on the
+    scored items, parameter counts, losses; arrays: pred and gold of the scored items, in item order)."""
+    import contextlib
+
     import torch
     import torch.nn.functional as F
 
+    autocast = autocast or contextlib.nullcontext
     model, groups = build(body, train, seed)
     model.eval()  # no dropout: the frozen body computes what it was trained to; only the named groups move
     counts = parameter_counts(model, groups)
@@ -121,7 +125,9 @@ def train_and_score(body, train, test, budget: dict, lr: float, seed: int) -> tu
     losses = []
     for _ in range(steps):
         x, mask, y = _tensors(train, rng.integers(0, len(train), size=batch))
-        loss = F.cross_entropy(model(x, mask).reshape(-1, train.classes), y.reshape(-1))
+        with autocast():
+            logits = model(x, mask)
+        loss = F.cross_entropy(logits.float().reshape(-1, train.classes), y.reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -130,7 +136,8 @@ def train_and_score(body, train, test, budget: dict, lr: float, seed: int) -> tu
     with torch.inference_mode():
         for start in range(0, len(test), 256):
             x, mask, _ = _tensors(test, np.arange(start, min(start + 256, len(test))))
-            preds.append(model(x, mask).argmax(-1).numpy())
+            with autocast():
+                preds.append(model(x, mask).float().argmax(-1).numpy())
     pred = np.concatenate(preds)[test.scored]
     gold = test.y[test.scored]
     k = max(1, min(20, len(losses) // 4))

@@ -38,8 +38,16 @@ def transfer(tier: dict, run_spec: plan.Run, resources: str, out: Path, threads:
         if "lr" not in run_spec.params:
             raise UserError(f"{tier['_path']}: field 'transfer.methods.frozen-transfer.lr' missing; the frozen "
                             "transfer needs a learning rate (the paper: 1e-3)")
+        autocast = None
+        if inst.kind == "causal-lm":  # a decoder's forward passes at its asset's precision (decoders.autocast)
+            from functools import partial
+
+            from ...decoders import autocast as decoder_autocast
+            from ...encoders import best_device
+
+            autocast = partial(decoder_autocast, best_device(), tier["assets"][inst.asset].get("precision"))
         values, arrays = frozen_transfer.train_and_score(body, train, test, budget, float(run_spec.params["lr"]),
-                                                        int(run_spec.seed))
+                                                        int(run_spec.seed), autocast)
         why = degenerate(arrays["pred"], arrays["losses"])
         run.values = {"benchmarks": {task: {"accuracy": values["accuracy"], "examples": values["items"]}},
                       "parameters": values.pop("parameters"), "model": path, **values}

@@ -109,6 +109,13 @@ def test_overlay_merges_mappings_replaces_lists_and_refuses_a_cycle(tmp_path):
     assert tier["controls"]["random_weights_seeds"] == [7]
     assert tier["probing"]["structural"] == {**load_tier("paper")["probing"]["structural"], "epochs": 1}
     assert tier["_path"] == str(over) and "base" not in tier
+    # a role is one unit (an asset, or why the tier cannot provide it): an overlay's role replaces the base's whole
+    over.write_text(yaml.safe_dump({"base": "paper", "name": "mine",
+                                    "roles": {"ladder-large": {"unavailable": "not at this tier, for a reason"}}}))
+    tier = load_tier(str(over))
+    assert tier["roles"]["ladder-large"] == {"unavailable": "not at this tier, for a reason"}
+    assert {r: s for r, s in tier["roles"].items() if r != "ladder-large"} == {
+        r: s for r, s in load_tier("paper")["roles"].items() if r != "ladder-large"}
     (tmp_path / "a.yaml").write_text("base: b.yaml\nname: a\n")
     (tmp_path / "b.yaml").write_text("base: a.yaml\nname: b\n")
     with pytest.raises(UserError, match=r"a.yaml: field 'base': 'a.yaml' leads back to a.yaml \(a cycle\)|b.yaml: field 'base'"):

@@ -462,6 +462,22 @@ def test_a_gpu_tier_without_a_measured_gpu_table_is_an_estimate_from_flops(paper
     assert "glue " in fams and "contrastive " in fams and "GiB" in fams
 
 
+def test_a_tier_states_the_gpu_and_utilisation_its_plan_is_priced_at(repo, tmp_path):
+    """gpu_estimate in the tier file: `plmclaims plan` prices at it unless --gpu or --mfu say otherwise."""
+    over = tmp_path / "priced.yaml"
+    over.write_text("base: paper\nname: priced\ngpu_estimate: {gpu: H100-SXM, mfu: 0.5}\n")
+
+    def plan(*args):
+        res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "plan", "--tier", str(over), "--claims-dir",
+                              str(repo / "replications"), "--claims", "sts/released-simcse-reproduces", *args],
+                             capture_output=True, text=True, cwd=repo, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.splitlines()[0]
+    assert "NVIDIA H100-SXM's dense bf16 peak, 989 TFLOP/s, at 50% utilisation" in plan()
+    assert "NVIDIA A100's dense bf16 peak, 312 TFLOP/s, at 50% utilisation" in plan("--gpu", "A100")
+    assert "NVIDIA H100-SXM's dense bf16 peak, 989 TFLOP/s, at 20% utilisation" in plan("--mfu", "0.2")
+
+
 def test_the_gpu_estimate_prices_float32_loops_at_the_float32_peak(paper):
     """The fine-tuning, causal-LM and frozen-transfer loops compute in float32 (no autocast; torch leaves TF32 off), so
     the estimate prices them at the GPU's float32 peak, with 32-bit activations; the rules in bf16 autocast (contrastive

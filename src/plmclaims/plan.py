@@ -288,8 +288,11 @@ def verdict_tier_view(cplan: "ClaimPlan", tier: dict) -> dict:
 def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
     """Everything a verdict reads besides its runs: the claim as loaded and the tier's judging settings. A rule
     parameter, so editing one claim (or the bootstrap) reruns exactly the verdicts it changes."""
-    blob = json.dumps({"claim": cplan.claim.data, "tier": verdict_tier_view(cplan, tier)}, sort_keys=True,
-                      separators=(",", ":"), default=str)
+    read = {"claim": cplan.claim.data, "tier": verdict_tier_view(cplan, tier)}
+    cut = {n: pm.magnitudes for n, pm in cplan.measurements.items() if pm.magnitudes}
+    if cut:  # which magnitudes are judged depends on the reference tier's runs too (plmclaims.magnitudes)
+        read["magnitudes"] = cut
+    blob = json.dumps(read, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -309,6 +312,12 @@ class PlannedMeasurement:
     reason: str = ""
     substitute: str = ""  # the paper asset this tier's asset stands in for
     role_note: str = ""
+    magnitudes: str = ""  # why its magnitudes are not judged at a tier with cut budgets (plmclaims.magnitudes)
+
+    @property
+    def unjudged_magnitude(self) -> str:
+        """Why this measurement's magnitudes are not judged here ('' where they are)."""
+        return f"on a substitute asset ({self.substitute})" if self.substitute else self.magnitudes
 
     def not_run(self, reason: str) -> "PlannedMeasurement":
         self.status, self.reason = "not-run", reason
@@ -457,6 +466,10 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
     from .claims import check_against_tier  # what the tier's assets cannot do is refused before any run is planned
 
+    from .magnitudes import mark_cut_budgets
+
     for c in claims:
         check_against_tier(c, tier)
-    return [plan_claim(c, tier) for c in claims]
+    plans = [plan_claim(c, tier) for c in claims]
+    mark_cut_budgets(plans, tier)
+    return plans

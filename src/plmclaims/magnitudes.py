@@ -1,0 +1,42 @@
+"""Where a tier with cut budgets judges magnitudes.
+
+A published value can be reached only at the budget it was measured at. A tier that cuts the paper tier's budgets
+(the workstation tier) names that tier in `magnitudes.same_runs_as`: a measurement's magnitudes are judged only where
+its runs are exactly those the named tier plans for it (the same run keys: a key covers the model, data, recipe,
+budget, seed and sample of a run and the keys of the runs it reads, so equal keys are an equal budget). Every other
+measurement trains under a cut budget (fewer seeds, epochs, steps or examples) and is judged on relations only; its
+planned measurement carries the reason (PlannedMeasurement.magnitudes), which the verdict states.
+"""
+from __future__ import annotations
+
+from .plan import ClaimPlan, PlannedMeasurement, plan_measurement
+
+
+def mark_cut_budgets(plans: list[ClaimPlan], tier: dict) -> None:
+    """Set `magnitudes` (why they are not judged) on every planned measurement with a published value whose runs are
+    not the reference tier's own; nothing where the tier names no reference."""
+    ref_name = tier.get("magnitudes", {}).get("same_runs_as")
+    if not ref_name:
+        return
+    from .tiers import load_tier
+
+    ref = load_tier(ref_name)
+    for cplan in plans:
+        for pm in cplan.measurements.values():
+            m = pm.measurement
+            if pm.status == "ok" and (m.reported or m.reported_curve):
+                pm.magnitudes = cut_reason(cplan, pm, tier, ref)
+
+
+def cut_reason(cplan: ClaimPlan, pm: PlannedMeasurement, tier: dict, ref: dict) -> str:
+    """'' where the measurement's runs at `tier` are those `ref` plans for it, else why its magnitudes are not judged."""
+    other = plan_measurement(cplan.claim, pm.measurement, ref)
+    if other.status != "ok":
+        return f"tier {ref['name']} does not run it ({other.reason}), so no budget of the paper's is known here"
+    mine, theirs = {r.key for r in pm.runs}, {r.key for r in other.runs}
+    if mine == theirs:
+        return ""
+    if mine < theirs:
+        return (f"tier {tier['name']} runs {len(mine)} of the {len(theirs)} runs tier {ref['name']} runs for it "
+                "(fewer seeds or points: a cut budget)")
+    return f"tier {tier['name']} trains it under a budget cut from tier {ref['name']}'s (other steps, epochs or examples)"

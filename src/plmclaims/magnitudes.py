@@ -9,30 +9,31 @@ planned measurement carries the reason (PlannedMeasurement.magnitudes), which th
 """
 from __future__ import annotations
 
-from .plan import ClaimPlan, PlannedMeasurement, plan_measurement
+from typing import Callable
+
+from .tiers import load_tier
 
 
-def mark_cut_budgets(plans: list[ClaimPlan], tier: dict) -> None:
+def mark_cut_budgets(plans: list, tier: dict, plan_measurement: Callable) -> None:
     """Set `magnitudes` (why they are not judged) on every planned measurement with a published value whose runs are
-    not the reference tier's own; nothing where the tier names no reference."""
+    not the reference tier's own; nothing where the tier names no reference. `plans` are plan.ClaimPlan objects and
+    `plan_measurement` is plan.plan_measurement (handed in: plan calls this module)."""
     ref_name = tier.get("magnitudes", {}).get("same_runs_as")
     if not ref_name:
         return
-    from .tiers import load_tier
-
     ref = load_tier(ref_name)
     for cplan in plans:
         for pm in cplan.measurements.values():
             m = pm.measurement
             if pm.status == "ok" and (m.reported or m.reported_curve):
-                pm.magnitudes = cut_reason(cplan, pm, tier, ref)
+                pm.magnitudes = cut_reason(plan_measurement(cplan.claim, m, ref), pm, tier, ref)
 
 
-def cut_reason(cplan: ClaimPlan, pm: PlannedMeasurement, tier: dict, ref: dict) -> str:
-    """'' where the measurement's runs at `tier` are those `ref` plans for it, else why its magnitudes are not judged."""
-    other = plan_measurement(cplan.claim, pm.measurement, ref)
+def cut_reason(other, pm, tier: dict, ref: dict) -> str:
+    """'' where the measurement's runs at `tier` (`pm`) are those `ref` plans for it (`other`), else why its magnitudes
+    are not judged."""
     if other.status != "ok":
-        return f"tier {ref['name']} does not run it ({other.reason}), so no budget of the paper's is known here"
+        return f"tier {ref['name']} does not run it ({other.reason})"
     mine, theirs = {r.key for r in pm.runs}, {r.key for r in other.runs}
     if mine == theirs:
         return ""

@@ -23,6 +23,7 @@ from . import families, hub_family, recipes
 from .claims import Claim, Measurement
 from .errors import UserError
 from .families.family import Layout
+from .magnitudes import mark_cut_budgets
 from .tiers import Instance
 
 
@@ -466,10 +467,8 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
     from .claims import check_against_tier  # what the tier's assets cannot do is refused before any run is planned
 
-    from .magnitudes import mark_cut_budgets
-
     for c in claims:
         check_against_tier(c, tier)
     plans = [plan_claim(c, tier) for c in claims]
-    mark_cut_budgets(plans, tier)
+    mark_cut_budgets(plans, tier, plan_measurement)
     return plans

@@ -351,7 +351,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
     k = 6 if full else 4
     cost.seconds += k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table, f32)
     seq = min(seq, int(spec.get("max_length", seq)))
-    cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5, bool(f32)) + frozen_copies * 4 * a.params / 2**20
+    cost.peak_mb = (models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5, bool(f32))
+                    + frozen_copies * 4 * a.params / 2**20)
     if run.kind == "pretrain":  # the MLM logits at the masked positions, with their softmax and gradient: 3 float32
         # copies (microbert.masked_lm_loss scores only those positions)
         cost.peak_mb += 3 * 4 * batch * seq * MASK_PROBABILITY * int(spec["model"].get("vocab", 0)) / 2**20

@@ -62,7 +62,8 @@ def gpu_estimate(base: dict, gpu: str = DEFAULT_GPU, mfu: float = DEFAULT_MFU) -
             rate["pretrain_tokens_per_s"] = rate["train_tokens_per_s"]
         rows[name] = {k: v for k, v in row.items() if not k.endswith("_tokens_per_s")} | rate
     return {"device": f"NVIDIA {gpu} (estimate)", "device_type": "cuda", "dtype": "bfloat16", "date": "-",
-            "torch": "-", "estimate": {"gpu": gpu, "tflops": GPU_BF16_TFLOPS[gpu], "fp32_tflops": GPU_FP32_TFLOPS[gpu], "mfu": mfu},
+            "torch": "-", "estimate": {"gpu": gpu, "tflops": GPU_BF16_TFLOPS[gpu], "fp32_tflops": GPU_FP32_TFLOPS[gpu],
+                                       "mfu": mfu},
             "job_startup_s": base.get("job_startup_s", 0.0), "architectures": rows}
 
 
@@ -225,8 +226,8 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path | None, table: d
         lines.append(f"  expected: {unit} to expect per rule, the lower bound times the rule's measured plan-to-run "
                      "factor (below); a rule the plan does not price: its measured seconds a run")
     lines.append("  peak memory: analytic (float32 weights, gradients and Adam states when every weight trains, 16-bit "
-                 "activations at the budget's batch and length, 32-bit where the rule computes in float32 on the estimate's GPU), "
-                 "the largest run of the rule")
+                 "activations at the budget's batch and length, 32-bit where the rule computes in float32 on the "
+                 "estimate's GPU), the largest run of the rule")
     lines += [""] + _wall_lines(res, tier, table, measured, expected, cores, unit)
     if gpu:
         fams = _families(plans, res)

@@ -42,7 +42,8 @@ def overlay(base: dict, over: dict, top: bool = True) -> dict:
         if top and k in WHOLE_ENTRIES and isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k] = {**out[k], **copy.deepcopy(v)}
         else:
-            out[k] = overlay(out[k], v, False) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+            merge = isinstance(v, dict) and isinstance(out.get(k), dict)
+            out[k] = overlay(out[k], v, False) if merge else copy.deepcopy(v)
     return out
 
 

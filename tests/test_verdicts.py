@@ -149,7 +149,7 @@ def test_magnitudes_are_judged_only_where_the_runs_are_the_reference_tiers(tmp_p
     outcomes = {}
     for ref in (same, other):
         t = with_overrides(plain, {"magnitudes": {"same_runs_as": str(ref)}})
-        cplan = P.plan_all([claim], t)[0]
+        cplan = P.plan_claim(claim, t)  # as the verdict command plans it
         _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
         outcomes[ref.stem] = (cplan, decide_claim(cplan, t, str(tmp_path / "r")), P.verdict_params(cplan, t))
     cplan, v, judged_params = outcomes["same"]

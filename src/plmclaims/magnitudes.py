@@ -9,24 +9,30 @@ planned measurement carries the reason (PlannedMeasurement.magnitudes), which th
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from .tiers import load_tier
 
 
-def mark_cut_budgets(plans: list, tier: dict, plan_measurement: Callable) -> None:
-    """Set `magnitudes` (why they are not judged) on every planned measurement with a published value whose runs are
-    not the reference tier's own; nothing where the tier names no reference. `plans` are plan.ClaimPlan objects and
+def mark_cut_budgets(cplan, tier: dict, plan_measurement: Callable) -> None:
+    """Set `magnitudes` (why they are not judged) on every planned measurement of `cplan` (a plan.ClaimPlan) with a
+    published value whose runs are not the reference tier's own; nothing where the tier names no reference.
     `plan_measurement` is plan.plan_measurement (handed in: plan calls this module)."""
     ref_name = tier.get("magnitudes", {}).get("same_runs_as")
     if not ref_name:
         return
-    ref = load_tier(ref_name)
-    for cplan in plans:
-        for pm in cplan.measurements.values():
-            m = pm.measurement
-            if pm.status == "ok" and (m.reported or m.reported_curve):
-                pm.magnitudes = cut_reason(plan_measurement(cplan.claim, m, ref), pm, tier, ref)
+    ref = reference(ref_name)
+    for pm in cplan.measurements.values():
+        m = pm.measurement
+        if pm.status == "ok" and (m.reported or m.reported_curve):
+            pm.magnitudes = cut_reason(plan_measurement(cplan.claim, m, ref), pm, tier, ref)
+
+
+@functools.lru_cache(maxsize=4)
+def reference(name: str) -> dict:
+    """The reference tier, read once per process (every claim's plan compares with it; planning does not change it)."""
+    return load_tier(name)
 
 
 def cut_reason(other, pm, tier: dict, ref: dict) -> str:

@@ -461,7 +461,9 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
         for name in spec.get("skip", []):
             vms[name].not_run(f"not measured on the {role} model: {spec['note']}")
         models[role] = ClaimPlan(variant, vms, controls, role=role)
-    return ClaimPlan(claim, ms, controls, models)
+    cplan = ClaimPlan(claim, ms, controls, models)
+    mark_cut_budgets(cplan, tier, plan_measurement)  # a tier with cut budgets: which magnitudes it judges
+    return cplan
 
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
@@ -469,6 +471,4 @@ def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:
 
     for c in claims:
         check_against_tier(c, tier)
-    plans = [plan_claim(c, tier) for c in claims]
-    mark_cut_budgets(plans, tier, plan_measurement)
-    return plans
+    return [plan_claim(c, tier) for c in claims]

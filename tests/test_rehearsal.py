@@ -25,7 +25,6 @@ from plmclaims.claims import load_claims
 from plmclaims.data import glue
 from plmclaims.errors import UserError
 from plmclaims.plan import all_runs, plan_all
-from plmclaims.schema import read_yaml
 from plmclaims.tiers import load_tier
 
 REPO = Path(__file__).resolve().parents[1]
@@ -258,8 +257,9 @@ def _hub_ids(tier: dict, pairs: set) -> set[str]:
 
 
 @pytest.mark.parametrize("rehearsal", list(REHEARSED))
-def test_rehearsal_runs_every_rule_and_architecture_of_the_dag(rehearsal, tmp_path, data_root, rehearsal_work):
-    tier = load_tier(_overlay(tmp_path, base=str(TIERS / f"{rehearsal}.yaml")))
+def test_rehearsal_runs_every_rule_and_architecture_of_the_dag(rehearsal, data_root, rehearsal_work):
+    # one overlay path for both: a run's spec names its tier file, so the same runs have the same spec
+    tier = load_tier(_overlay(rehearsal_work, base=str(TIERS / f"{rehearsal}.yaml")))
     claims = load_claims(REPO / "replications")
     chosen = covering(tier, claims)
     selected = [c for c in claims if c.id in chosen]
@@ -321,15 +321,12 @@ def test_the_workstation_rehearsal_runs_the_paper_rehearsals_runs(tmp_path):
     assert workstation and workstation < paper
 
 
-def test_the_workstation_rehearsal_lays_the_rehearsals_own_settings_on_the_workstation_tier():
-    """rehearsal-workstation.yaml states exactly what rehearsal.yaml states besides its name and words (stand-ins,
-    budgets): the same rehearsal of another DAG."""
-    words = ("base", "name", "description", "scope")
-    own = {k: v for k, v in read_yaml(TIERS / "rehearsal.yaml").items() if k not in words}
-    ws = read_yaml(TIERS / "rehearsal-workstation.yaml")
-    assert ws["base"] == "workstation" and ws["name"] == "rehearsal-workstation"
-    assert {k: v for k, v in ws.items() if k not in words} == own, (
-        "rehearsal-workstation.yaml must state rehearsal.yaml's own settings: copy the change")
+def test_the_workstation_rehearsal_is_the_workstation_tier_with_the_rehearsals_stand_ins_and_budgets():
+    rehearsal, workstation, ws = load_tier("rehearsal"), load_tier("workstation"), load_tier("rehearsal-workstation")
+    assert ws["rehearsal"] == rehearsal["rehearsal"] and ws["roles"] == workstation["roles"]
+    for section in ("finetune", "lm", "contrastive", "transfer"):  # the workstation's cuts, capped by the rehearsal's
+        assert ws[section]["limit"] == rehearsal[section]["limit"] and ws[section]["seeds"] == workstation[section]["seeds"]
+    assert ws["magnitudes"] == workstation["magnitudes"] and ws["data"] == rehearsal["data"]
 
 
 # ---------------------------------------------------------------- bugs the rehearsal found, pinned on tiny models

@@ -156,7 +156,7 @@ def test_magnitudes_are_judged_only_where_the_runs_are_the_reference_tiers(tmp_p
     assert all(pm.magnitudes == "" for pm in cplan.measurements.values())
     assert v["verdict"] == "not-reproduced" and v["checks"][1]["outcome"] == "contradicted"  # 80 is far off
     cplan, v, cut_params = outcomes["other"]
-    why = "tier micro trains it under a budget cut from tier other's (other steps, epochs or examples)"
+    why = "tier micro runs it under a budget cut from tier other's (other steps, epochs, examples or samples)"
     assert {pm.magnitudes for pm in cplan.measurements.values()} == {why}
     assert v["checks"][1]["outcome"] == "shown" and v["checks"][1]["measured_outcome"] == "contradicted"
     assert v["checks"][1]["reason"] == f"magnitudes are not judged {why}"

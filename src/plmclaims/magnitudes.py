@@ -46,5 +46,5 @@ def cut_reason(other, pm, tier: dict, ref: dict) -> str:
     if mine < theirs:
         return (f"tier {tier['name']} runs {len(mine)} of the {len(theirs)} runs tier {ref['name']} runs for it "
                 "(fewer seeds or points: a cut budget)")
-    return (f"tier {tier['name']} trains it under a budget cut from tier {ref['name']}'s (other steps, epochs or "
-            "examples)")
+    return (f"tier {tier['name']} runs it under a budget cut from tier {ref['name']}'s (other steps, epochs, examples "
+            "or samples)")

@@ -41,9 +41,11 @@ def test_version_and_tier_values(capsys):
     assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"plmclaims {__version__}"
     with pytest.raises(SystemExit):
         cli.main(["plan", "--help"])
-    assert "--tier {micro,paper,paper-multiberts,rehearsal,rehearsal-multiberts,tiny}|FILE" in capsys.readouterr().out
+    tiers = ["micro", "paper", "paper-multiberts", "rehearsal", "rehearsal-multiberts", "rehearsal-workstation", "tiny",
+             "workstation"]
+    assert f"--tier {{{','.join(tiers)}}}|FILE" in capsys.readouterr().out
     rc, _, err = _run(capsys, "validate", "--tier", "mikro")
-    assert rc == 2 and "allowed values: micro, paper, paper-multiberts, rehearsal, rehearsal-multiberts, tiny" in err
+    assert rc == 2 and f"allowed values: {', '.join(tiers)}" in err
 
 
 def test_list_shows_each_claim_with_its_published_verdict(capsys, repo, monkeypatch):

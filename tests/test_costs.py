@@ -462,6 +462,69 @@ def test_a_gpu_tier_without_a_measured_gpu_table_is_an_estimate_from_flops(paper
     assert "glue " in fams and "contrastive " in fams and "GiB" in fams
 
 
+def test_a_tier_states_the_gpu_and_utilisation_its_plan_is_priced_at(repo, tmp_path):
+    """gpu_estimate in the tier file: `plmclaims plan` prices at it unless --gpu or --mfu say otherwise."""
+    over = tmp_path / "priced.yaml"
+    over.write_text("base: paper\nname: priced\ngpu_estimate: {gpu: H100-SXM, mfu: 0.5}\n")
+
+    def plan(*args):
+        res = subprocess.run([sys.executable, "-m", "plmclaims.cli", "plan", "--tier", str(over), "--claims-dir",
+                              str(repo / "replications"), "--claims", "sts/released-simcse-reproduces", *args],
+                             capture_output=True, text=True, cwd=repo, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.splitlines()[0]
+    assert "NVIDIA H100-SXM's dense bf16 peak, 989 TFLOP/s, at 50% utilisation" in plan()
+    assert "NVIDIA A100's dense bf16 peak, 312 TFLOP/s, at 50% utilisation" in plan("--gpu", "A100")
+    assert "NVIDIA H100-SXM's dense bf16 peak, 989 TFLOP/s, at 20% utilisation" in plan("--mfu", "0.2")
+
+
+def test_the_gpu_estimate_prices_float32_loops_at_the_float32_peak(paper):
+    """The fine-tuning, causal-LM and frozen-transfer loops compute in float32 (no autocast; torch leaves TF32 off), so
+    the estimate prices them at the GPU's float32 peak, with 32-bit activations; the rules in bf16 autocast (contrastive
+    training, encoding) at its bf16 peak."""
+    tier, plans = paper
+    est = plan_report.gpu_estimate(TABLE, "A100", 0.5)
+    bert = est["architectures"]["bert-base-uncased"]
+    assert 6 * bert["params"] * bert["float32_train_tokens_per_s"] == pytest.approx(19.5e12 * 0.5)
+    assert 2 * bert["params"] * bert["float32_forward_tokens_per_s"] == pytest.approx(19.5e12 * 0.5)
+    assert set(plan_report.GPU_FP32_TFLOPS) == set(plan_report.GPU_BF16_TFLOPS)
+    assert all(plan_report.GPU_FP32_TFLOPS[g] < plan_report.GPU_BF16_TFLOPS[g] for g in plan_report.GPU_FP32_TFLOPS)
+    finetune = next(r for r in _runs(plans, "finetune") if r.instance.startswith("bert-base-uncased"))
+    bf16_only = copy.deepcopy(est)  # the same table without float32 rates: every rule at the bf16 peak
+    for row in bf16_only["architectures"].values():
+        del row["float32_train_tokens_per_s"], row["float32_forward_tokens_per_s"]
+    start = est["job_startup_s"]
+    f32, bf16 = costs.run_cost(finetune, est), costs.run_cost(finetune, bf16_only)
+    assert (f32.seconds - start) == pytest.approx((bf16.seconds - start) * 312 / 19.5)
+    assert f32.peak_mb > bf16.peak_mb  # float32 activations
+    simcse = next(r for r in _runs(plans, "contrastive") if r.method == "simcse" and not r.params.get("released"))
+    assert costs.run_cost(simcse, est).seconds == pytest.approx(costs.run_cost(simcse, bf16_only).seconds)
+
+
+def test_every_hub_model_of_the_paper_tier_is_sized(paper):
+    """No model run is left out of the estimate: the T5 1.1 LM-adapted ladder and GPT-2 small, which the CPU table
+    lacks, are sized from their published configurations (KNOWN_SIZES, counted here on torch's meta device)."""
+    import torch
+    import transformers
+
+    from plmclaims.published import PUBLISHED
+
+    tier, plans = paper
+    est = plan_report.gpu_estimate(costs.load_table(device_type="cpu")[1], "A100", 0.35)
+    assert costs.plan_costs(plans, est)["total"]["unknown"] == 0
+    for repo_id, (params, layers, hidden, heads) in costs.KNOWN_SIZES.items():
+        pub = PUBLISHED[repo_id]
+        config = dict(pub.config)
+        cfg = transformers.AutoConfig.for_model(config.pop("model_type"), **config)
+        with torch.device("meta"):
+            model = getattr(transformers, pub.architecture)(cfg)
+        assert sum(p.numel() for p in model.parameters()) == params, repo_id
+        c = pub.config
+        assert (layers, hidden, heads) == (c.get("num_layers", c.get("n_layer", c.get("n_layers"))),
+                                           c.get("d_model", c.get("n_embd", c.get("dim"))),
+                                           c.get("num_heads", c.get("n_head", c.get("n_heads")))), repo_id
+
+
 def test_job_seconds_per_rule_are_read_from_snakemake_logs(tmp_path):
     """benchmarks/plan_vs_measured.py --snakemake-log: a job runs from the stamp above its rule block to the one above
     its `Finished jobid`; a batch's rule and a causal LM's two jobs count under their run kind; logs of a run resumed

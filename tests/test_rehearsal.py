@@ -3,7 +3,8 @@ trained offline) served through a local hub to the real prefetch and loading cod
 
 CI runs it on a covering selection (every rule x architecture pair of the paper DAG) at cut widths and with one seed,
 task pair and two layers per curve (CI_OVERLAY): the whole DAG is one command (`plmclaims rehearse --tier rehearsal`)
-that does not fit CI's time."""
+that does not fit CI's time. The workstation tier's rehearsal (rehearsal-workstation.yaml) runs the same way on its
+own covering selection, in the same folder: at CI's cut its runs are the paper rehearsal's, so it adds its verdicts."""
 from __future__ import annotations
 
 import collections
@@ -109,6 +110,13 @@ def test_overlay_merges_mappings_replaces_lists_and_refuses_a_cycle(tmp_path):
     assert tier["controls"]["random_weights_seeds"] == [7]
     assert tier["probing"]["structural"] == {**load_tier("paper")["probing"]["structural"], "epochs": 1}
     assert tier["_path"] == str(over) and "base" not in tier
+    # a role is one unit (an asset, or why the tier cannot provide it): an overlay's role replaces the base's whole
+    over.write_text(yaml.safe_dump({"base": "paper", "name": "mine",
+                                    "roles": {"ladder-large": {"unavailable": "not at this tier, for a reason"}}}))
+    tier = load_tier(str(over))
+    assert tier["roles"]["ladder-large"] == {"unavailable": "not at this tier, for a reason"}
+    assert {r: s for r, s in tier["roles"].items() if r != "ladder-large"} == {
+        r: s for r, s in load_tier("paper")["roles"].items() if r != "ladder-large"}
     (tmp_path / "a.yaml").write_text("base: b.yaml\nname: a\n")
     (tmp_path / "b.yaml").write_text("base: a.yaml\nname: b\n")
     with pytest.raises(UserError, match=r"a.yaml: field 'base': 'a.yaml' leads back to a.yaml \(a cycle\)|b.yaml: field 'base'"):
@@ -231,39 +239,66 @@ def _rehearse(work: Path, tier: str, claims: list[str], data_root: str, *extra) 
     return subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3000)
 
 
+@pytest.fixture(scope="module")
+def rehearsal_work(tmp_path_factory, built_standins) -> Path:
+    """One working folder (resources/, results/) for this module's rehearsals at CI's cut. At that cut the workstation
+    tier's runs are the paper tier's, key for key (test_the_workstation_rehearsal_runs_the_paper_rehearsals_runs), so
+    its rehearsal after the paper's finds them done and computes its own verdicts and report."""
+    work = tmp_path_factory.mktemp("rehearsal-work")
+    _link_standins(built_standins, work)
+    return work
+
+
+# each rehearsal tier and the tier whose DAG it rehearses
+REHEARSED = {"rehearsal": "paper", "rehearsal-workstation": "workstation"}
+
+
+def _hub_ids(tier: dict, pairs: set) -> set[str]:
+    return {tier["assets"][a]["id"] for _, a in pairs if tier["assets"].get(a, {}).get("source") == "hub"}
+
+
 @pytest.mark.slow
-def test_rehearsal_runs_every_rule_and_architecture_of_the_paper_dag(tmp_path, data_root, built_standins):
-    tier = load_tier(_overlay(tmp_path))
+@pytest.mark.parametrize("rehearsal", list(REHEARSED))
+def test_rehearsal_runs_every_rule_and_architecture_of_the_dag(rehearsal, data_root, rehearsal_work):
+    # one overlay path for both: a run's spec names its tier file, so the same runs have the same spec
+    tier = load_tier(_overlay(rehearsal_work, base=str(TIERS / f"{rehearsal}.yaml")))
     claims = load_claims(REPO / "replications")
     chosen = covering(tier, claims)
     selected = [c for c in claims if c.id in chosen]
-    # the CI cut keeps every (rule, architecture) pair of the paper DAG
-    paper_pairs = set().union(*_pairs(load_tier("paper"), claims).values())
-    assert set().union(*_pairs(tier, selected).values()) == paper_pairs
-    _link_standins(built_standins, tmp_path)
-    res = _rehearse(tmp_path, tier["_path"], chosen, data_root, "--", "--keep-going")
+    # the CI cut keeps every (rule, architecture) pair of the rehearsed tier's DAG
+    dag_pairs = set().union(*_pairs(load_tier(REHEARSED[rehearsal]), claims).values())
+    assert set().union(*_pairs(tier, selected).values()) == dag_pairs
+    res = _rehearse(rehearsal_work, tier["_path"], chosen, data_root, "--", "--keep-going")
     out = res.stdout + res.stderr
     failed = set(re.findall(r"log: (\S+) \(check log", out))
     # exactly the known failures fail: a fix makes its entry fail this test until the entry is deleted
     assert {f for f in failed if not any(re.search(k, f) for k in KNOWN_FAILURES)} == set(), out[-4000:]
     assert all(any(re.search(k, f) for f in failed) for k in KNOWN_FAILURES), f"fixed? delete from KNOWN_FAILURES: {failed}"
     assert (res.returncode != 0) == bool(failed), out[-3000:]
-    results = tmp_path / "results" / "rehearsal-ci"
+    results = rehearsal_work / "results" / "rehearsal-ci"
     failed_keys = {Path(f).stem for f in failed}
-    broken = {p.claim.id for p in plan_all(selected, tier) if failed_keys & set(all_runs(p.score_runs()))}
+    plans = {p.claim.id: p for p in plan_all(selected, tier)}
+    broken = {cid for cid, p in plans.items() if failed_keys & set(all_runs(p.score_runs()))}
     for cid in set(chosen) - broken:  # computed by the verdict code on stand-in runs, and it knows
         verdict = json.loads((results / "claims" / f"{cid.replace('/', '--')}.json").read_text())
         assert verdict["provenance"]["config"]["tier"]["rehearsal"]["shapes"] == "cut"
+        for name, m in verdict["measurements"].items():  # a tier that judges magnitudes at the paper's budget only
+            if m["status"] == "ok" and m.get("reported") is not None:  # says why a stand-in's are not judged
+                assert ("magnitude_not_judged" in m) == ("magnitudes" in tier), (cid, name)
     report = json.loads((results / "claims.json").read_text())  # written even when runs failed
     assert sorted(r["id"] for r in report) == chosen
     assert all(r["rehearsal"] for r in report)  # every row says its weights were random
     assert {r["id"] for r in report if r["verdict"] == "error"} == broken
-    hub_root = tmp_path / "resources" / "rehearsal-ci" / "hub"
+    # a claim the tier plans no run for (prompt tuning's ladder at the workstation tier) is not-run, with its reason
+    assert all(r["verdict"] == "not-run" and r["note"] for r in report if not plans[r["id"]].score_runs())
+    hub_root = rehearsal_work / "resources" / "rehearsal-ci" / "hub"
     manifest = json.loads((hub_root / hub.MANIFEST).read_text())
     assert manifest["standins"]["weights"] == "random"
-    # every hub model of the paper DAG was prefetched from the stand-in hub, and every run of one read that copy
-    ids = {tier["assets"][a]["id"] for _, a in paper_pairs if tier["assets"].get(a, {}).get("source") == "hub"}
-    assert {m["repo_id"] for m in manifest["assets"].values() if m["repo_type"] == "model"} == ids
+    # every hub model of the DAG was prefetched from the stand-in hub (the folder may also hold the other rehearsal's,
+    # all of them the paper DAG's), and every run of one read that copy
+    ids = _hub_ids(tier, dag_pairs)
+    models = {m["repo_id"] for m in manifest["assets"].values() if m["repo_type"] == "model"}
+    assert ids <= models <= _hub_ids(tier, set().union(*_pairs(load_tier("paper"), claims).values()))
     texts = [m.read_text() for m in results.glob("runs/**/metrics.json")]
     # GLUE's MNLI was read from the stand-in of nyu-mll/glue, prefetched at the pinned commit like the models
     assert manifest["assets"][f"dataset:{glue.HUB_ID}"]["revision"] == glue.HUB_REVISION
@@ -272,6 +307,28 @@ def test_rehearsal_runs_every_rule_and_architecture_of_the_paper_dag(tmp_path, d
     for repo_id in ids:  # each read by a finished run from the prefetched folder (static vectors record its commit)
         assert any(f"{hub_root}/models/{repo_id}" in t or (f'"id": "{repo_id}"' in t and by_id[repo_id] in t)
                    for t in texts), repo_id
+
+
+def test_the_workstation_rehearsal_runs_the_paper_rehearsals_runs(tmp_path):
+    """At CI's cut (one seed, MRPC, two curve points, a few steps) every run of the workstation tier's rehearsal is a
+    run of the paper tier's, key for key: the workstation tier cuts budgets that the rehearsal's limits cut further,
+    and uses the paper's assets, data and recipes. Its DAG is a part of the paper's with other verdicts."""
+    claims = load_claims(REPO / "replications")
+
+    def keys(rehearsal: str) -> set[str]:
+        (tmp_path / rehearsal).mkdir()
+        tier = load_tier(_overlay(tmp_path / rehearsal, base=str(TIERS / f"{rehearsal}.yaml")))
+        return set(all_runs(r for p in plan_all(claims, tier) for r in p.score_runs()))
+    workstation, paper = keys("rehearsal-workstation"), keys("rehearsal")
+    assert workstation and workstation < paper
+
+
+def test_the_workstation_rehearsal_is_the_workstation_tier_with_the_rehearsals_stand_ins_and_budgets():
+    rehearsal, workstation, ws = load_tier("rehearsal"), load_tier("workstation"), load_tier("rehearsal-workstation")
+    assert ws["rehearsal"] == rehearsal["rehearsal"] and ws["roles"] == workstation["roles"]
+    for section in ("finetune", "lm", "contrastive", "transfer"):  # the workstation's cuts, capped by the rehearsal's
+        assert ws[section]["limit"] == rehearsal[section]["limit"] and ws[section]["seeds"] == workstation[section]["seeds"]
+    assert ws["magnitudes"] == workstation["magnitudes"] and ws["data"] == rehearsal["data"]
 
 
 # ---------------------------------------------------------------- bugs the rehearsal found, pinned on tiny models

@@ -255,6 +255,26 @@ def test_synthetic_spread_holds_with_failed_runs(repo, tmp_path):
     assert summary["MRPC"]["failed"] == 2 and summary["MRPC"]["failed_share"] == pytest.approx(2 / 9)
 
 
+def test_a_run_without_the_claims_metric_is_scored_from_its_predictions(repo, tmp_path):
+    """A causal LM's lm-eval run records accuracy alone; the grid's CoLA cell is its Matthews correlation, computed
+    from its predictions as the verdict computes it (found by the workstation tier's rehearsal)."""
+    from plmclaims.evaluation import glue_metrics
+
+    tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
+    pm = _write_grid(P.plan_claim(_claim(repo), tier), tmp_path, lambda x, t: 0.7)
+    for run in pm.runs:  # the same runs, recorded as a CoLA run that names accuracy only
+        out = Path(run.path(str(tmp_path)))
+        with np.load(out.with_name("predictions.npz")) as npz:
+            gold, pred = npz[f"{run.task}::gold"], npz[f"{run.task}::pred"]
+        run.spec["fields"]["task"] = "CoLA"
+        out = Path(run.path(str(tmp_path)))
+        atomic_save_npz(out.with_name("predictions.npz"), **{"CoLA::pred": pred, "CoLA::gold": gold})
+        atomic_write_json(out, {"values": {"benchmarks": {"CoLA": {"accuracy": 100 * float((pred == gold).mean())}}}})
+    summary = seed_variance.grid_summary(pm.runs, str(tmp_path), {"CoLA": "matthews"})
+    expected = glue_metrics.score("CoLA", gold, pred)["matthews"]
+    assert summary["CoLA"]["grid"][-1][-1] == pytest.approx(expected) and 0 < expected < 100
+
+
 def test_synthetic_seeds_that_agree_contradict(repo, tmp_path):
     tier = with_overrides(load_tier("micro"), {"bootstrap.resamples": 200})
     cplan = P.plan_claim(_claim(repo), tier)

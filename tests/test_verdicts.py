@@ -134,6 +134,38 @@ def test_magnitudes_decide_direction_holds_on_paper_assets(tmp_path, tier):
     assert v["verdict"] == "direction-holds" and "magnitudes are off" in v["note"]
 
 
+def test_magnitudes_are_judged_only_where_the_runs_are_the_reference_tiers(tmp_path, tier):
+    """magnitudes.same_runs_as: a measurement whose runs are exactly the reference tier's is judged on its magnitudes;
+    one whose runs differ (a cut budget) on relations only, its reason in the verdict and in a reproduces check."""
+    plain = with_overrides(tier, {"roles.raw-encoder": {"asset": "micro-bert"}})
+    same = tmp_path / "same.yaml"  # plans exactly these runs
+    same.write_text(yaml.safe_dump({"base": plain["_path"], "name": "same",
+                                    "roles": {"raw-encoder": {"asset": "micro-bert"}}}))
+    other = tmp_path / "other.yaml"  # another encode budget: every run differs
+    other.write_text(yaml.safe_dump({"base": str(same), "name": "other", "encode": {"max_length": 96}}))
+    checks = [{"type": "greater", "a": "good", "b": "bad", "scope": "mechanics"},
+              {"type": "reproduces", "measurement": "good", "scope": "mechanics"}]
+    claim = _claim(tmp_path, checks, M, controls=())
+    outcomes = {}
+    for ref in (same, other):
+        t = with_overrides(plain, {"magnitudes": {"same_runs_as": str(ref)}})
+        cplan = P.plan_claim(claim, t)  # as the verdict command plans it
+        _materialise(cplan, tmp_path / "r", _noise(0.3, 2.0))
+        outcomes[ref.stem] = (cplan, decide_claim(cplan, t, str(tmp_path / "r")), P.verdict_params(cplan, t))
+    cplan, v, judged_params = outcomes["same"]
+    assert all(pm.magnitudes == "" for pm in cplan.measurements.values())
+    assert v["verdict"] == "not-reproduced" and v["checks"][1]["outcome"] == "contradicted"  # 80 is far off
+    cplan, v, cut_params = outcomes["other"]
+    why = "tier micro runs it under a budget cut from tier other's (other steps, epochs, examples or samples)"
+    assert {pm.magnitudes for pm in cplan.measurements.values()} == {why}
+    assert v["checks"][1]["outcome"] == "shown" and v["checks"][1]["measured_outcome"] == "contradicted"
+    assert v["checks"][1]["reason"] == f"magnitudes are not judged {why}"
+    assert v["verdict"] == "reproduced"
+    assert v["note"].startswith(f"relations only: magnitudes are not judged here ({why})")
+    assert v["measurements"]["good"]["magnitude_not_judged"] == why
+    assert judged_params != cut_params  # the verdict reruns when the reference tier's runs change
+
+
 def test_reproduces_check_uses_tolerance(tmp_path, tier):
     plain = with_overrides(tier, {"roles.raw-encoder": {"asset": "micro-bert"}})
     ms = {"good": {"role": "raw-encoder", "method": "mean", "reported": {"STSBenchmark": 0.0}}}

@@ -168,7 +168,10 @@ def cmd_plan(args) -> None:
     elif plan_report.gpu_tier(tier):  # a measured GPU table, else the estimate from FLOPs at --gpu and --mfu
         path, table = costs.load_table(device_type="cuda")
         if table is None:
-            path, table = None, plan_report.gpu_estimate(costs.load_table(device_type="cpu")[1], args.gpu, args.mfu)
+            stated = tier.get("gpu_estimate", {})  # the tier's own GPU and utilisation, unless given here
+            gpu = args.gpu if args.gpu is not None else stated.get("gpu", plan_report.DEFAULT_GPU)
+            mfu = args.mfu if args.mfu is not None else stated.get("mfu", plan_report.DEFAULT_MFU)
+            path, table = None, plan_report.gpu_estimate(costs.load_table(device_type="cpu")[1], gpu, mfu)
     else:
         path, table = costs.load_table(device_type="cpu")
         if table is None:
@@ -300,10 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "one for the tier's device: a GPU table for a tier whose rules ask for GPUs, else the CPU one)")
     sp.add_argument("--cores", type=int, default=2,
                     help="the cores Snakemake runs on (--cores N): the wall time to expect")
-    sp.add_argument("--gpu", default=plan_report.DEFAULT_GPU, choices=list(plan_report.GPU_BF16_TFLOPS),
-                    help="a GPU tier without a measured GPU table: the GPU whose dense bf16 peak prices it")
-    sp.add_argument("--mfu", type=float, default=plan_report.DEFAULT_MFU,
-                    help="the share of that peak a run reaches (model FLOPs utilisation), for the estimate")
+    sp.add_argument("--gpu", default=None, choices=list(plan_report.GPU_BF16_TFLOPS),
+                    help="a GPU tier without a measured GPU table: the GPU whose dense bf16 peak prices it (default: "
+                    f"the tier's gpu_estimate.gpu, else {plan_report.DEFAULT_GPU})")
+    sp.add_argument("--mfu", type=float, default=None,
+                    help="the share of that peak a run reaches (model FLOPs utilisation), for the estimate (default: "
+                    f"the tier's gpu_estimate.mfu, else {plan_report.DEFAULT_MFU})")
     sp = add("recipes", cmd_recipes, "write docs/recipes.md: every training and evaluation recipe of the tier beside "
              "its sources' settings (workflows/recipes/<tier>.yaml)")
     tier_arg(sp, "paper")

@@ -42,6 +42,12 @@ STS_TOKENS, UD_TOKENS = 20, 32  # per sentence
 BYTES_PER_PARAM = 4  # a float32 checkpoint file
 # released models a CPU table leaves out (too slow there): parameters, layers, hidden size, heads of their config.json
 KNOWN_SIZES = {"google-t5/t5-large": (737_668_096, 24, 1024, 16),
+               # Lester et al.'s T5 1.1 LM-adapted ladder and GPT-2 small (the pretrained-lm role): counted from their
+               # published configurations (plmclaims.published) on torch's meta device, the shared embedding once
+               "google/t5-small-lm-adapt": (60_511_616, 8, 512, 6),
+               "google/t5-base-lm-adapt": (222_903_552, 12, 768, 12),
+               "google/t5-large-lm-adapt": (750_251_008, 24, 1024, 16),
+               "openai-community/gpt2": (124_439_808, 12, 768, 12),
                # DiffCSE's generator at paper (DistilBertForMaskedLM of the published config)
                "distilbert/distilbert-base-uncased": (66_985_530, 6, 768, 12)}
 
@@ -77,6 +83,10 @@ def contrastive_step(method: str, params: dict) -> tuple[dict, dict]:
         step["trained"] = int(settings["num_anchors"]) * (1 + int(settings["num_positives"]))
     return step, settings
 
+# the GPU rules whose model computes in float32 (no autocast: the fine-tuning, causal-LM and frozen-transfer loops, and
+# the forward passes of cka, compress-glue and attention-maps); a table with float32 rates (the GPU estimate's: TF32 is
+# off by torch's default, so a float32 product runs at the GPU's float32 peak) prices them at those
+FLOAT32_KINDS = {"finetune", "finetuned", "lm", "transfer", "cka", "compress-glue", "attention-maps"}
 GPU_KINDS = {"pretrain", "encode", "finetune", "finetuned", "lm", "compress", "compress-glue", "probe-encode", "cka",
              "attention-maps", "transfer", "fitencode", "contrastive"}  # the rest (scoring, probes, CKA per layer, geometry) run on the CPU
 # sentences per padded batch where the rule fixes it in code: compress-glue's dev pass (training._batches at 64),
@@ -178,11 +188,12 @@ class RunCost:
     unknown: bool = False  # a model run the table cannot size: its hours are missing from the sums
 
 
-def _memory_mb(a: Arch, batch: int, seq: int, train: bool, full: bool, t5: bool) -> float:
+def _memory_mb(a: Arch, batch: int, seq: int, train: bool, full: bool, t5: bool, f32: bool = False) -> float:
     """Weights (+ gradients and Adam states when all weights train) and 16-bit activations (Korthikanti et al. 2022:
-    34 s b h + 5 a s^2 b bytes per layer; every layer is kept for the backward pass, one at a time otherwise)."""
+    34 s b h + 5 a s^2 b bytes per layer; every layer is kept for the backward pass, one at a time otherwise), twice
+    that for a run that computes in float32."""
     layers = a.layers * (2 if t5 else 1)
-    per_layer = 34 * seq * batch * a.hidden + 5 * a.heads * seq * seq * batch
+    per_layer = (34 * seq * batch * a.hidden + 5 * a.heads * seq * seq * batch) * (2 if f32 else 1)
     states = (16 if full else 4) * a.params if train else 4 * a.params
     return (states + per_layer * (layers if train else 1)) / 2**20
 
@@ -334,12 +345,14 @@ def run_cost(run: Run, table: dict) -> RunCost:
     # table has it (the head's logits over the vocabulary, even at the masked positions only, are a large share of a
     # small encoder's arithmetic: benchmarks/throughput.py)
     rate = row.get("pretrain_tokens_per_s") if run.kind == "pretrain" else None
-    train_rate = 6 * row["params"] * (rate or row["train_tokens_per_s"])
+    f32 = "float32_" if run.kind in FLOAT32_KINDS and "float32_train_tokens_per_s" in row else ""
+    train_rate = 6 * row["params"] * (rate or row[f32 + "train_tokens_per_s"])
     t5 = row["model_type"] == "t5"
     k = 6 if full else 4
-    cost.seconds += k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table)
+    cost.seconds += k * a.params * train_tokens / train_rate + _forward_seconds(a, infer_tokens, table, f32)
     seq = min(seq, int(spec.get("max_length", seq)))
-    cost.peak_mb = models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5) + frozen_copies * 4 * a.params / 2**20
+    cost.peak_mb = (models * _memory_mb(a, batch, seq, bool(train_tokens), full, t5, bool(f32))
+                    + frozen_copies * 4 * a.params / 2**20)
     if run.kind == "pretrain":  # the MLM logits at the masked positions, with their softmax and gradient: 3 float32
         # copies (microbert.masked_lm_loss scores only those positions)
         cost.peak_mb += 3 * 4 * batch * seq * MASK_PROBABILITY * int(spec["model"].get("vocab", 0)) / 2**20
@@ -359,10 +372,11 @@ def run_cost(run: Run, table: dict) -> RunCost:
     return cost
 
 
-def _forward_seconds(a: Arch, tokens: float, table: dict) -> float:
-    """Inference at 2 x parameters x tokens FLOPs, at the FLOP/s the table's device reached on `a`'s row."""
+def _forward_seconds(a: Arch, tokens: float, table: dict, f32: str = "") -> float:
+    """Inference at 2 x parameters x tokens FLOPs, at the FLOP/s the table's device reached on `a`'s row (f32:
+    'float32_', the row's float32 rate)."""
     row = table["architectures"][a.name]
-    return 2 * a.params * tokens / (2 * row["params"] * row["forward_tokens_per_s"])
+    return 2 * a.params * tokens / (2 * row["params"] * row[f32 + "forward_tokens_per_s"])
 
 
 def prefetch_disk(plans: list[ClaimPlan], tier: dict, table: dict) -> list[tuple[str, float, str]]:

@@ -23,6 +23,7 @@ from . import families, hub_family, recipes
 from .claims import Claim, Measurement
 from .errors import UserError
 from .families.family import Layout
+from .magnitudes import mark_cut_budgets
 from .tiers import Instance
 
 
@@ -288,8 +289,11 @@ def verdict_tier_view(cplan: "ClaimPlan", tier: dict) -> dict:
 def verdict_params(cplan: "ClaimPlan", tier: dict) -> str:
     """Everything a verdict reads besides its runs: the claim as loaded and the tier's judging settings. A rule
     parameter, so editing one claim (or the bootstrap) reruns exactly the verdicts it changes."""
-    blob = json.dumps({"claim": cplan.claim.data, "tier": verdict_tier_view(cplan, tier)}, sort_keys=True,
-                      separators=(",", ":"), default=str)
+    read = {"claim": cplan.claim.data, "tier": verdict_tier_view(cplan, tier)}
+    cut = {n: pm.magnitudes for n, pm in cplan.measurements.items() if pm.magnitudes}
+    if cut:  # which magnitudes are judged depends on the reference tier's runs too (plmclaims.magnitudes)
+        read["magnitudes"] = cut
+    blob = json.dumps(read, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -309,6 +313,12 @@ class PlannedMeasurement:
     reason: str = ""
     substitute: str = ""  # the paper asset this tier's asset stands in for
     role_note: str = ""
+    magnitudes: str = ""  # why its magnitudes are not judged at a tier with cut budgets (plmclaims.magnitudes)
+
+    @property
+    def unjudged_magnitude(self) -> str:
+        """Why this measurement's magnitudes are not judged here ('' where they are)."""
+        return f"on a substitute asset ({self.substitute})" if self.substitute else self.magnitudes
 
     def not_run(self, reason: str) -> "PlannedMeasurement":
         self.status, self.reason = "not-run", reason
@@ -451,7 +461,9 @@ def plan_claim(claim: Claim, tier: dict) -> ClaimPlan:
         for name in spec.get("skip", []):
             vms[name].not_run(f"not measured on the {role} model: {spec['note']}")
         models[role] = ClaimPlan(variant, vms, controls, role=role)
-    return ClaimPlan(claim, ms, controls, models)
+    cplan = ClaimPlan(claim, ms, controls, models)
+    mark_cut_budgets(cplan, tier, plan_measurement)  # a tier with cut budgets: which magnitudes it judges
+    return cplan
 
 
 def plan_all(claims: list[Claim], tier: dict) -> list[ClaimPlan]:

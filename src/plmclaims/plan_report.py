@@ -9,7 +9,8 @@ wall time to expect beside its lower bound, and for a GPU tier its GPU-hours.
   measured seconds per run; divided by --cores and multiplied by the packing that run measured, and never below the
   longest chain of runs (pre-training and what waits for it).
 - A GPU tier without a measured GPU table (benchmarks/throughput.py on the GPU) is priced in GPU-hours from FLOPs at a
-  named GPU's dense bf16 peak and a stated utilisation (MFU), and says it is an estimate.
+  named GPU's dense bf16 peak (its float32 peak for the rules that compute in float32) and a stated utilisation
+  (MFU), and says it is an estimate.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ MEASURED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "measured"
 # dense bf16 tensor-core peak (no sparsity), TFLOP/s, from each vendor's data sheet
 GPU_BF16_TFLOPS = {"A100": 312.0, "H100-SXM": 989.0, "H100-PCIe": 756.0, "H200": 989.0, "L40S": 362.0, "A10": 125.0,
                    "RTX-4090": 165.2}
+# dense float32 peak without tensor cores, TFLOP/s, from the same data sheets: torch computes float32 matrix products
+# in full float32 by default (TF32 off), so the rules that run in float32 (costs.FLOAT32_KINDS) run at this peak
+GPU_FP32_TFLOPS = {"A100": 19.5, "H100-SXM": 67.0, "H100-PCIe": 51.0, "H200": 67.0, "L40S": 91.6, "A10": 31.2,
+                   "RTX-4090": 82.6}
 DEFAULT_GPU, DEFAULT_MFU = "A100", 0.35
 # what a rule's runs are called in the plan, where Snakemake's rule differs (a causal-LM run is lm_train + lm_eval)
 RULES = {"lm": "lm_train + lm_eval", "probe-encode": "probe_encode"}
@@ -41,20 +46,24 @@ def gpu_tier(tier: dict) -> bool:
 def gpu_estimate(base: dict, gpu: str = DEFAULT_GPU, mfu: float = DEFAULT_MFU) -> dict:
     """A throughput table for `gpu` from FLOPs: every architecture row of `base` (a measured table: its parameter
     counts and shapes) at mfu x the GPU's dense bf16 peak, i.e. 2 x parameters FLOPs a token forward and 6 x forward
-    and backward. Marked `estimate`, with what it assumed."""
+    and backward, and float32 rates at mfu x its float32 peak for the rules that compute in float32. Marked
+    `estimate`, with what it assumed."""
     if gpu not in GPU_BF16_TFLOPS:
         from .errors import UserError
 
         raise UserError(f"--gpu: got {gpu!r}; allowed values: {', '.join(GPU_BF16_TFLOPS)}")
-    flops = GPU_BF16_TFLOPS[gpu] * 1e12 * mfu
+    flops, f32 = GPU_BF16_TFLOPS[gpu] * 1e12 * mfu, GPU_FP32_TFLOPS[gpu] * 1e12 * mfu
     rows = {}
     for name, row in base["architectures"].items():
-        rate = {"forward_tokens_per_s": flops / (2 * row["params"]), "train_tokens_per_s": flops / (6 * row["params"])}
+        rate = {"forward_tokens_per_s": flops / (2 * row["params"]), "train_tokens_per_s": flops / (6 * row["params"]),
+                "float32_forward_tokens_per_s": f32 / (2 * row["params"]),
+                "float32_train_tokens_per_s": f32 / (6 * row["params"])}
         if "pretrain_tokens_per_s" in row:  # the MLM head's arithmetic is left out here (a small share at paper size)
             rate["pretrain_tokens_per_s"] = rate["train_tokens_per_s"]
         rows[name] = {k: v for k, v in row.items() if not k.endswith("_tokens_per_s")} | rate
     return {"device": f"NVIDIA {gpu} (estimate)", "device_type": "cuda", "dtype": "bfloat16", "date": "-",
-            "torch": "-", "estimate": {"gpu": gpu, "tflops": GPU_BF16_TFLOPS[gpu], "mfu": mfu},
+            "torch": "-", "estimate": {"gpu": gpu, "tflops": GPU_BF16_TFLOPS[gpu], "fp32_tflops": GPU_FP32_TFLOPS[gpu],
+                                       "mfu": mfu},
             "job_startup_s": base.get("job_startup_s", 0.0), "architectures": rows}
 
 
@@ -158,7 +167,9 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path | None, table: d
         lines = [f"tier {tier['name']}: {len(plans)} claims; GPU-hours ESTIMATED from FLOPs (2 x parameters a token "
                  f"forward, 6 x forward and backward) at an NVIDIA {est['gpu']}'s dense bf16 peak, {est['tflops']:g} "
                  f"TFLOP/s, at {100 * est['mfu']:.0f}% utilisation (MFU), an assumption: no GPU throughput table is "
-                 "measured (run python benchmarks/throughput.py on the GPU; the plan then reads it)"]
+                 "measured (run python benchmarks/throughput.py on the GPU; the plan then reads it)",
+                 f"  the rules that compute in float32 ({', '.join(sorted(costs.FLOAT32_KINDS))}: no autocast, and "
+                 f"torch leaves TF32 off) at its float32 peak, {est['fp32_tflops']:g} TFLOP/s, at the same utilisation"]
     else:
         lines = [f"tier {tier['name']}: {len(plans)} claims; device-hours from {table_path.name} ({table['device']}, "
                  f"{table.get('dtype')}, measured {table.get('date')}, torch {table.get('torch')})"]
@@ -215,7 +226,8 @@ def render(plans: list[ClaimPlan], tier: dict, table_path: Path | None, table: d
         lines.append(f"  expected: {unit} to expect per rule, the lower bound times the rule's measured plan-to-run "
                      "factor (below); a rule the plan does not price: its measured seconds a run")
     lines.append("  peak memory: analytic (float32 weights, gradients and Adam states when every weight trains, 16-bit "
-                 "activations at the budget's batch and length), the largest run of the rule")
+                 "activations at the budget's batch and length, 32-bit where the rule computes in float32 on the "
+                 "estimate's GPU), the largest run of the rule")
     lines += [""] + _wall_lines(res, tier, table, measured, expected, cores, unit)
     if gpu:
         fams = _families(plans, res)

@@ -5,9 +5,9 @@ A trained family's tier section (finetune, lm, contrastive, transfer) holds `bud
 `methods.<method>` (that method's recipe). A recipe entry gives any of the section's budget keys (they override the
 budget for this method), the method's own parameters (lr, sizes, an objective's DEFAULTS keys) and narrower entries:
 `assets.<asset>` (the recipe when the method trains that model: the same method follows another paper on another
-model) and `tasks.<task>` (one task; also inside an asset's entry). A test tier may cap every recipe with the section's
-`limit` (numbers: the smaller of the two; `max_train`/`max_dev`: set), so a rehearsal runs the paper tier's recipes for
-a few steps.
+model) and `tasks.<task>` (one task; also inside an asset's entry). A tier with cut budgets may cap every recipe with
+the section's `limit` (numbers: the smaller of the two; `max_train`/`max_dev`: set), so a rehearsal runs the paper
+tier's recipes for a few steps and the workstation tier for fewer epochs.
 
 A tier that says `recipes: complete` runs each method's own recipe, so a missing entry or a missing setting is an
 error before anything runs (one line naming the file, the field and the allowed values), never a silent fall back to
@@ -115,7 +115,7 @@ def params(tier: dict, section: str, method: str, asset: str | None = None, task
 
 def budget(tier: dict, section: str, method: str, asset: str | None = None, task: str | None = None) -> dict:
     """The budget one run trains under: the section's budget, the recipe's budget keys over it, then the section's
-    `limit` (a test tier's cap)."""
+    `limit` (a cut tier's cap)."""
     sec = tier.get(section, {})
     out = copy.deepcopy(sec.get("budget", {}))
     recipe = entry(tier, section, method, asset, task)

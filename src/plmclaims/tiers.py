@@ -29,11 +29,21 @@ def tier_path(name_or_path: str) -> Path:
     return path
 
 
-def overlay(base: dict, over: dict) -> dict:
-    """`over` laid on `base`: mappings merge key by key, any other value (a list, a number, null) replaces."""
+# top-level sections whose entries are units: an overlay's entry replaces the base's whole (a role is an asset or the
+# reason it is unavailable, never both)
+WHOLE_ENTRIES = ("roles",)
+
+
+def overlay(base: dict, over: dict, top: bool = True) -> dict:
+    """`over` laid on `base`: mappings merge key by key, any other value (a list, a number, null) replaces; each entry
+    of a WHOLE_ENTRIES section (a role) replaces the base's entry whole."""
     out = copy.deepcopy(base)
     for k, v in over.items():
-        out[k] = overlay(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        if top and k in WHOLE_ENTRIES and isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = {**out[k], **copy.deepcopy(v)}
+        else:
+            merge = isinstance(v, dict) and isinstance(out.get(k), dict)
+            out[k] = overlay(out[k], v, False) if merge else copy.deepcopy(v)
     return out
 
 

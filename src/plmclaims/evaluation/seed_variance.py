@@ -13,6 +13,7 @@ import numpy as np
 from scipy.stats import f as f_dist
 
 from ..training import run_seeds
+from . import glue_metrics
 
 
 def decompose(scores: np.ndarray) -> dict:
@@ -58,14 +59,20 @@ def task_summary(cells: dict[tuple[int, int], float], failed: set[tuple[int, int
 def grid_summary(runs, results: str, metrics: dict[str, str]) -> dict[str, dict]:
     """Per task, the seed grid of a planned curve measurement (its runs: glue finetune runs, seed = order seed,
     params.head_seed where it differs), read from each run's metrics.json under `results`; `metrics` names each
-    task's metric (the claim's protocol: accuracy, matthews, ...)."""
+    task's metric (the claim's protocol: accuracy, matthews, ...). A run that does not record it (a causal LM's
+    lm-eval run records accuracy alone) is scored from its predictions, as the verdict scores it."""
     cells: dict[str, dict] = {}
     failed: dict[str, set] = {}
     for run in runs:
-        values = json.loads(Path(run.path(results)).read_text())["values"]
+        path = Path(run.path(results))
+        values = json.loads(path.read_text())["values"]
         task = run.task
         pair = run_seeds(run.params, run.seed)
-        cells.setdefault(task, {})[pair] = values["benchmarks"][task][metrics[task]]
+        scores = values["benchmarks"][task]
+        if metrics[task] not in scores:
+            with np.load(path.with_name("predictions.npz")) as npz:
+                scores = glue_metrics.score(task, npz[f"{task}::gold"], npz[f"{task}::pred"])
+        cells.setdefault(task, {})[pair] = scores[metrics[task]]
         if values.get("degenerate"):
             failed.setdefault(task, set()).add(pair)
     return {t: task_summary(c, failed.get(t, set())) for t, c in cells.items()}

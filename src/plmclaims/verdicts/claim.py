@@ -209,15 +209,18 @@ def claim_verdict(results: list[CheckResult], cplan: ClaimPlan, series: dict, to
         if pm is None:
             continue
         reported = pm.measurement.reported.get("avg")
-        if pm.substitute or reported is None:
+        if pm.unjudged_magnitude or reported is None:
             continue
         avg = s.on("avg", list(s.point))[0]
         if abs(avg - reported) > tolerance:
             off.append(f"{name} {avg:.2f} vs {reported:.2f}")
     if off:
         return "direction-holds", f"the relations hold, but magnitudes are off by more than {tolerance}: {', '.join(off)}." + tail
-    judged_mag = any(not cplan.measurements[n].substitute and cplan.measurements[n].measurement.reported
-                     for n in series if n in cplan.measurements)
-    if not judged_mag:
+    with_values = [cplan.measurements[n] for n in series if n in cplan.measurements]
+    with_values = [pm for pm in with_values if pm.measurement.reported]
+    if not any(not pm.unjudged_magnitude for pm in with_values):
+        cut = sorted({pm.magnitudes for pm in with_values if pm.magnitudes and not pm.substitute})
+        if cut:  # a tier with cut budgets (plmclaims.magnitudes)
+            return "reproduced", f"relations only: magnitudes are not judged here ({'; '.join(cut)})." + tail
         return "reproduced", "relations only: magnitudes are not judged on this tier's substitute assets." + tail
     return "reproduced", "relations hold and magnitudes are within tolerance." + tail

@@ -134,9 +134,9 @@ def relation(check: dict, cplan: ClaimPlan, ev: Evidence, series: dict[str, Seri
     tol = float(check.get("tolerance", cplan.claim.tolerance))
     lo, hi = ev.ci(S(name))
     diff = P(name) - reported
-    if cplan.measurements[name].substitute:
+    if cplan.measurements[name].unjudged_magnitude:
         row.judged = False
-        row.reason = f"magnitudes are not judged on a substitute asset ({cplan.measurements[name].substitute})"
+        row.reason = f"magnitudes are not judged {cplan.measurements[name].unjudged_magnitude}"
     return Detail(target, "holds" if abs(diff) <= tol else "contradicted", P(name), lo, hi,
                   extra={"reported": reported, "difference": diff, "tolerance": tol})
 

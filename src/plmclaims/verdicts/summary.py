@@ -117,6 +117,8 @@ def measurement_summary(pm, s: Series | None, floors: Floors | None, ev: Evidenc
            "reason": pm.reason, "substitute_for": pm.substitute, "role_note": pm.role_note,
            "instances": sorted({r.instance for r in pm.runs}),
            "reported": _reported_avg(m, ev.benchmarks) if ev else m.reported.get("avg")}
+    if pm.magnitudes:  # a cut budget (plmclaims.magnitudes): the reported value is shown, not judged
+        out["magnitude_not_judged"] = pm.magnitudes
     if s is None and ev is not None and pm.measurement.name in ev.curves:
         out.update({"measured": None, "ci_low": None, "ci_high": None, "per_benchmark": {},
                     "curve": _curve_summary(pm.measurement.name, floors, ev, series)})

@@ -55,10 +55,12 @@ def test_list_shows_each_claim_with_its_published_verdict(capsys, repo, monkeypa
     lines = out.splitlines()
     assert rc == 0 and lines[0].endswith("verdicts: docs/results/micro/claims.json")
     for line in lines[1:]:
-        cid, _seed, verdict = line.split()[:3]
+        cid, _seed, verdict, mark = line.split()[:4]
         assert cid.startswith("sts/") and verdict == published[cid]["verdict"]
+        assert (mark == "(outdated)") == bool(published[cid].get("outdated"))  # marked as the report marks it
     rc, out, _ = _run(capsys, "list", "--claims", "sts/glove-avg-beats-bert-avg", "--why")
-    assert out.splitlines()[1].split(None, 3)[3].startswith(published["sts/glove-avg-beats-bert-avg"]["note"][:40])
+    why = out.splitlines()[1].split(None, 3)[3].removeprefix("(outdated)").strip()
+    assert why.startswith(published["sts/glove-avg-beats-bert-avg"]["note"][:40])
 
 
 def test_list_without_a_report_marks_every_verdict_missing(capsys, repo, tmp_path):
@@ -83,9 +85,18 @@ def test_the_verdict_rule_suggests_the_nearest_claim_too(capsys, repo, tmp_path)
 
 @pytest.fixture
 def finished_run(repo, tmp_path):
-    """A finished run's results folder: the published micro report copied where the workflow writes it."""
+    """A finished run's results folder: the published micro report copied where the workflow writes it, each verdict
+    at its claim's current version and without the published copy's outdated marks (publish checks versions and marks
+    what the tier now plans otherwise; what it copies and renders does not depend on what the verdicts say)."""
+    from plmclaims.claims import load_claims
+
     results = tmp_path / "results"
     shutil.copytree(repo / "docs" / "results" / "micro", results / "micro")
+    versions = {c.id: c.data["version"] for c in load_claims(repo / "replications")}
+    path = results / "micro" / "claims.json"
+    verdicts = [{**{k: x for k, x in v.items() if k != "outdated"}, "version": versions[v["id"]]}
+                for v in json.loads(path.read_text())]
+    path.write_text(json.dumps(verdicts, indent=2))
     return results
 
 

@@ -25,5 +25,5 @@ def test_a_fresh_clone_plans_the_main_job(repo, data_root, tmp_path):
     stats = dict(re.findall(r"^([a-z_]+)\s+(\d+)$", out.split("Job stats:")[1], re.M))
     claims = load_claims(clone / "replications")
     assert stats["all"] == "1" and stats["report"] == "1" and int(stats["verdict"]) == len(claims), stats
-    assert {"pretrain", "score", "finetune", "probe"} <= set(stats)
+    assert {"pretrain", "gguf", "score", "finetune", "probe_encode"} <= set(stats)
     assert int(stats["total"]) > 3 * len(claims)

@@ -235,8 +235,8 @@ def cmd_list(args) -> None:
     id_width = max(len(c.id) for c in claims) if claims else 0
     for c in claims:
         v = verdicts.get(c.id)
-        older = v is not None and v.get("version") != c.data["version"]
-        word = "-" if v is None else v["verdict"] + (" (older version)" if older else "")
+        outdated = v is not None and (v.get("outdated") or v.get("version") != c.data["version"])
+        word = "-" if v is None else v["verdict"] + (" (outdated)" if outdated else "")
         text = first_reason(v["note"]) if args.why and v else " ".join(c.data["statement"].split())
         line = f"{c.id:<{id_width}}  {c.data.get('seed_point', '-'):<4} {word:<15} {text}"
         print(line if len(line) <= width else line[:width - 3] + "...")
@@ -251,11 +251,14 @@ def cmd_publish(args) -> None:
         folder = publish.published_dir(tier["name"], Path(args.to))
         if not (folder / "claims.json").is_file():
             raise UserError(f"{folder}/claims.json: no published report to render; publish a run first")
+        n = publish.mark_outdated(folder, tier, load_claims(args.claims_dir))
         written = publish.render(folder, tier)
-        print(f"{folder}: wrote {', '.join(written)} from its claims.json")
+        print(f"{folder}: wrote {', '.join(written)} from its claims.json ({n} verdicts outdated: rerun the main job "
+              f"and publish to refresh them)" if n else f"{folder}: wrote {', '.join(written)} from its claims.json")
         return
-    claims = {c.id: c.data["version"] for c in load_claims(args.claims_dir)}
-    dest, files = publish.publish(Path(args.results), tier, claims, Path(args.to))
+    claim_list = load_claims(args.claims_dir)
+    claims = {c.id: c.data["version"] for c in claim_list}
+    dest, files = publish.publish(Path(args.results), tier, claims, Path(args.to), claim_list)
     print(f"published {Path(args.results) / tier['name']}'s report ({len(claims)} claims) to {dest}: "
           f"{', '.join(files)}")
     print(f"next: plmclaims readme --claims {dest / 'claims.json'} README.md; then commit {dest} and README.md")
@@ -339,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--claims-dir", default="replications", help="the claims the report must cover, at their versions")
     sp.add_argument("--to", default=str(PUBLISHED), help="the published reports' folder (default: docs/results)")
     sp.add_argument("--render-only", action="store_true", help="rewrite the published report's claims.md, claims.csv "
-                    "and figures from its claims.json (after a change to the report code)")
+                    "and figures from its claims.json (after a change to the report code), marking the verdicts whose "
+                    "claim, planned runs or judging settings changed since its run as outdated")
     sp = add("readme", cmd_readme, "set the README claim table's verdict cells from a report's claims.json")
     sp.add_argument("--claims", default=str(PUBLISHED / "micro" / "claims.json"),
                     help="the report's claims.json (default: the published micro report)")

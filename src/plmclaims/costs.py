@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import families
 from .data import synthetic
 from .errors import UserError
 from .models.microbert import MASK_PROBABILITY
@@ -269,8 +270,8 @@ def run_cost(run: Run, table: dict) -> RunCost:
         # STS test sets once, without gradients
         c = tier["contrastive"]
         b = {**c["budget"], **({"steps": 0} if run.params.get("released") else {})}
-        from .families.contrastive.plan import estimated_steps  # a recipe in epochs: its steps estimated
-
+        # a recipe in epochs: its steps estimated (through the registry: the core never imports a family's modules)
+        estimated_steps = families.implementation("contrastive", "plan").estimated_steps
         b["steps"] = estimated_steps(b, c.get("corpus"), bool(run.params.get("transductive")))
         cost.steps, batch, seq = int(b["steps"]), int(b["batch_size"]), int(b["max_length"])
         cost.examples = cost.steps * batch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import hub_family
 from . import tables
+from .outdated import label
 from .common import HEADINGS, REHEARSAL, first_reason, models_text, source, verdict_rank, verdict_word, views
 from .summary import written_summary
 
@@ -32,7 +33,10 @@ def _claim_row(v: dict) -> str:
                 + (f" {v['headline_note'].strip()}" if v.get("headline_note") else "")
                 + "".join(f" On {models_text(view, role)}: **{view.get('verdict')}**: "
                           f"{first_reason(view.get('note', ''))}." for role, view in others))
-    return f"| `{v['id']}` | {v.get('seed_point') or 'harness'} | {source(v)} | **{verdict_word(v)}**{expected} | {note}{data} |"
+    if v.get("outdated"):  # computed before its claim, runs or judging settings changed (report.outdated)
+        note = f"Outdated ({v['outdated']}); the verdict is the earlier run's. {note}"
+    return (f"| `{v['id']}` | {v.get('seed_point') or 'harness'} | {source(v)} | **{verdict_word(v)}**{label(v)}{expected} "
+            f"| {note}{data} |")
 
 
 def claims_by_verdict(verdicts: list[dict]) -> list[str]:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import UserError
-from ..provenance import atomic_write_text
+from ..provenance import atomic_write_json, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[3]
 PUBLISHED = REPO / "docs" / "results"
@@ -44,6 +44,23 @@ def _check(verdicts: list[dict], tier: dict, claims: dict[str, int], src: Path) 
                         f"{'; '.join(p for p in parts if p)}; run the main job on every claim, then publish")
 
 
+def results_prefix(tier: dict) -> str:
+    """Where the workflow writes a tier's runs (config.yaml's results/<tier>), as the verdicts' run paths name them."""
+    from ..schema import read_yaml
+
+    return f"{read_yaml(REPO / 'config' / 'config.yaml')['results']}/{tier['name']}"
+
+
+def mark_outdated(folder: Path, tier: dict, claims: list) -> int:
+    """Sets each verdict's `outdated` mark in folder/claims.json (report.outdated) and adds a row for each claim
+    added since the run; returns how many verdicts are outdated."""
+    from .outdated import mark
+
+    verdicts = mark(json.loads((folder / "claims.json").read_text()), claims, tier, results_prefix(tier))
+    atomic_write_json(folder / "claims.json", verdicts)
+    return sum(1 for v in verdicts if v.get("outdated"))
+
+
 def render(folder: Path, tier: dict) -> list[str]:
     """Writes claims.md, claims.csv and the figures drawn from claims.json anew in a report folder; the training
     figure too when the runs it reads are present. Returns what it wrote."""
@@ -66,9 +83,11 @@ def render(folder: Path, tier: dict) -> list[str]:
     return written
 
 
-def publish(results: Path, tier: dict, claims: dict[str, int], dest_root: Path = PUBLISHED) -> tuple[Path, list[str]]:
+def publish(results: Path, tier: dict, claims: dict[str, int], dest_root: Path = PUBLISHED,
+            claim_list: list | None = None) -> tuple[Path, list[str]]:
     """Copies results/<tier>'s report into dest_root/<tier> (claims.json, provenance.json, the figures), then writes
-    claims.md and claims.csv anew from claims.json. `claims`: id -> version of every claim the tier must cover.
+    claims.md and claims.csv anew from claims.json. `claims`: id -> version of every claim the tier must cover;
+    `claim_list` (the claims themselves), when given, marks the verdicts whose runs the tier now plans otherwise.
     Returns the folder and the files it holds."""
     from . import OWN_FILES, csv_text, markdown
 
@@ -85,6 +104,9 @@ def publish(results: Path, tier: dict, claims: dict[str, int], dest_root: Path =
     for f in OWN_FILES:
         (staging / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / f, staging / f)
+    if claim_list is not None:  # a run whose tier changed after it: its verdicts say so
+        mark_outdated(staging, tier, claim_list)
+        verdicts = json.loads((staging / "claims.json").read_text())
     (staging / "claims.md").write_text(markdown(verdicts, tier))
     (staging / "claims.csv").write_text(csv_text(verdicts))
     old = dest.with_name(f".{dest.name}.old")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from .common import first_reason, fmt, verdict_word
+from .outdated import label
 
 
 def readme_verdict(v: dict) -> str:
@@ -24,7 +25,7 @@ def readme_verdict(v: dict) -> str:
         asset = v["models"][head].get("asset") or head
         others = [f"{m.get('asset') or r}: {m['verdict']}" for r, m in v["models"].items() if r != head]
         on = f" on {asset}" + (f" ({'; '.join(others)})" if others else "")
-    cell = f"**{verdict_word(v)}**{on}{expected}" + (f": {reason}" if reason else "")
+    cell = f"**{verdict_word(v)}**{label(v)}{on}{expected}" + (f": {reason}" if reason else "")
     cell += f". Averages: {', '.join(measured)}" if measured else ""
     return cell.replace("|", "\\|")
 

@@ -20,6 +20,7 @@ INCONCLUSIVE_CAUSES = (
 NOT_RUN_CAUSES = (
     ("scope", "this tier judges none of its checks (their scope is judged at another tier)", r"tier \S+ judges"),
     ("role", "a model it needs is not available at this tier", r"role '[^']+'"),
+    ("added", "the claim was added after this report's run", r"added after this report"),
 )
 OTHER = ("other", "another reason (see the claim's note)")
 # a check that only counts with another one: its reason names that check, not a cause of its own
@@ -72,7 +73,8 @@ def _other_models(v: dict) -> str:
 
 def _bullet(v: dict, with_reason: bool) -> str:
     role, head = views(v)[0]
-    parts = [f"- `{v['id']}` on {models_text(head, role)}: {' '.join(v.get('statement', '').split())}"]
+    parts = [f"- `{v['id']}`{' (outdated)' if v.get('outdated') else ''} on {models_text(head, role)}: "
+             f"{' '.join(v.get('statement', '').split())}"]
     reason = first_reason(v.get("note", "")) if with_reason else ""
     if reason:
         parts.append(f"Why: {reason}.")
@@ -85,9 +87,9 @@ def _by_cause(group: list[dict]) -> list[str]:
     found: dict[str, tuple[str, list[str]]] = {}
     for v in group:
         key, text = cause(views(v)[0][1])
-        found.setdefault(key, (text, []))[1].append(v["id"])
+        found.setdefault(key, (text, []))[1].append(f"`{v['id']}`" + (" (outdated)" if v.get("outdated") else ""))
     ranked = sorted(found.values(), key=lambda tl: (-len(tl[1]), tl[0]))
-    return [f"- {text}: {len(ids)} ({', '.join(f'`{i}`' for i in ids)})" for text, ids in ranked]
+    return [f"- {text}: {len(ids)} ({', '.join(ids)})" for text, ids in ranked]
 
 
 def written_summary(verdicts: list[dict], tier: dict) -> list[str]:
@@ -96,6 +98,12 @@ def written_summary(verdicts: list[dict], tier: dict) -> list[str]:
              ""]
     if tier.get("rehearsal"):
         lines += ["This is a rehearsal: no verdict below says anything about a claim.", ""]
+    outdated = [v for v in verdicts if v.get("outdated")]
+    if outdated:
+        lines += [f"**Outdated verdicts ({len(outdated)} of {len(verdicts)}).** These were computed before their claim, "
+                  "its planned runs or the tier's judging settings changed, and are marked (outdated) below with what "
+                  "changed; the current code may judge them otherwise. Rerun the main job, then `plmclaims publish "
+                  f"--tier {tier['name']}`, to refresh them.", ""]
     groups: dict[str, list[dict]] = {}
     for v in verdicts:
         groups.setdefault(v["verdict"], []).append(v)

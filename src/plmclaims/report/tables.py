@@ -40,6 +40,8 @@ def rows(verdicts: list[dict]) -> list[dict]:
                    "note": "; ".join(x for x in (REHEARSAL if v.get("rehearsal") else "", m.get("reason", "")) if x)}
             if several:  # the columns a claim measured on one model does not need
                 row.update(model=role or "", model_verdict=model_verdicts.get(role) or "")
+            if v.get("outdated"):  # a published verdict the current claims or tier would compute anew
+                row["outdated"] = v["outdated"]
             out.append(row)
     return out
 

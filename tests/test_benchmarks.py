@@ -25,6 +25,7 @@ BENCHMARKS = {
     "encode_cost.py": r"int8, 1 a batch: .* and the union 0\.00e\+00",  # one a batch: the union changes no vector
     "optimiser_step.py": r"fused +\d",
     "plan_vs_measured.py": r"tier tiny: \d+ planned runs",
+    "real_lm.py": r"\d+ new runs at tier tiny: \d+ job-seconds",
     "select_lr_contrastive.py": r"\nsimcse .* 1e-05",
     "select_lr_micro.py": r"1e-04 +1 +1 ",
     "throughput.py": r"micro-bert .* forward +\d+ tok/s",

@@ -21,15 +21,15 @@ import pytest
 from plmclaims.plan import LAYOUTS
 
 # What differs between two honest runs of the same inputs: how long a run took and when it finished (and so a
-# training run's steps per second), the memory the process peaked at (read from the OS, so it moves with the
-# allocator), and the checkout (the working tree may be
+# training run's steps per second) and the CPU time it used (cpu_s), the memory the process peaked at (read from the
+# OS, so it moves with the allocator: peak_memory_mb, peak_rss_mb), and the checkout (the working tree may be
 # edited between the two runs of one test session; a verdict's runs_provenance counts its runs by commit), and whether
 # a finetune run was trained or copied from its finetuned twin (copied_from: the twin is planned only with a claim
 # that reads its model, so the full tier and the covering claims may differ; the values are the same). Only keys
 # with exactly these names are dropped, wherever they sit (the memory peak is a measurement in metrics.json and in
 # claims.json); every other value is compared.
 VOLATILE = {"wall_time_s", "startup_s", "finished_at", "git_commit", "train_wall_s", "steps_per_second", "peak_memory_mb",
-            "runs_provenance", "copied_from"}
+            "runs_provenance", "copied_from", "peak_rss_mb", "cpu_s"}
 
 
 def comparable(obj, workdir: Path):

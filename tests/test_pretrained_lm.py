@@ -272,7 +272,7 @@ def test_every_measurement_plans_on_gemma_and_its_one_twin_at_micro():
     assert len(cka) == len(tier["lm"]["seeds"])
     claim = load_claims(CLAIMS, ["glue/lm-cka"])[0]  # SST-2 and MRPC: the LM's CKA leaves MRPC out, with the reason
     assert P.skipped_tasks(claim, tier, "causal-lm") == {
-        "MRPC": "the tier's LM CKA reads the full fine-tunings of SST-2 only (lm.cka_tasks)"}
+        "MRPC": "the tier reads the causal LM's full fine-tunings of SST-2 only (lm.cka_tasks)"}
     assert P.skipped_tasks(claim, tier, "raw-encoder") == P.skipped_tasks(claim, tier)  # the encoders' own budget
 
 

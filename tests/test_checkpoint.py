@@ -447,3 +447,17 @@ def test_sigterm_saves_and_exits_with_the_retry_status_within_the_grace_period(t
     step = int(Resume(folder, run.key, run.kind).latest().name.removeprefix("step-"))
     assert 50 <= step < 100_000 and f"stopped by signal {int(signal.SIGTERM)} after step {step}" in err
     assert not (root / run.key / "metrics.json").exists()  # not done: the retry runs it again, from step `step`
+
+
+def test_the_overhead_benchmark_times_both_and_finds_the_same_outputs(repo, tmp_path, data_root):
+    """benchmarks/bench_checkpoint.py on the tiny tier's costliest fine-tuning run (a packaged encoder, no upstream
+    job): both runs go through, the run with resume state saves once (2 steps, every second step) and writes the same
+    outputs."""
+    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_checkpoint.py"), "--data-root", str(data_root),
+                          "--tier", "tiny", "--kinds", "finetune", "--workdir", str(tmp_path)],
+                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    row = next(line for line in res.stdout.splitlines() if line.startswith("finetune "))
+    *_, saves, per_save, mb, same = row.split()
+    assert (float(saves), same) == (1.0, "yes") and float(per_save) > 0 and float(mb) > 1, res.stdout
+    assert "checkpoint interval {'every_steps': 2}" in res.stdout

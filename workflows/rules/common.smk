@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 
-from plmclaims import batching, families, hub
+from plmclaims import batching, checkpoint, families, hub
 from plmclaims import plan as P
 from plmclaims.assets import needed_assets
 from plmclaims.claims import load_claims
@@ -46,6 +46,9 @@ except UserError as err:
 
 # prefetched hub assets live beside the other resources; jobs inherit this (sbatch exports the environment)
 os.environ.setdefault("PLMCLAIMS_HUB_DIR", f"{config['resources']}/hub")
+# where training jobs keep their resume state and how often they write it (the tier's checkpoint section): handed
+# through the environment, never a run's spec, so the interval moves no key and reruns no finished job
+os.environ[checkpoint.ENV] = checkpoint.workflow_settings(TIER, os.path.abspath(f"{RES}/checkpoints"))
 try:  # air-gapped: with HF_HUB_OFFLINE=1 a never-prefetched asset stops the workflow before any compute
     hub.check_offline(needed_assets(PLANS.values(), TIER), TIER["name"])
 except UserError as err:
@@ -65,6 +68,7 @@ CLI = f"{shlex.quote(sys.executable)} -m plmclaims.cli rule"
 TIER_Q, DATA_Q, R_Q, RES_Q, CLAIMS_Q = map(shlex.quote, (TIER["_path"], DATA_ROOT, R, RES, config["claims_dir"]))
 SLURM_PARTITION = config.get("slurm_partition") or os.environ.get("PLMCLAIMS_SLURM_PARTITION", "")
 SLURM_ACCOUNT = config.get("slurm_account") or os.environ.get("PLMCLAIMS_SLURM_ACCOUNT", "")
+SLURM_SIGNAL_LEAD = int(config.get("slurm_signal_lead", 300))
 REPORT_FILES = [f"{R}/claims.md", f"{R}/claims.csv", f"{R}/claims.json", f"{R}/provenance.json", f"{R}/figures/forest.png",
                 f"{R}/figures/quality-vs-params.png", f"{R}/figures/curves.png", f"{R}/figures/contrastive-training.png"]
 # The long pole (pre-training, 20 minutes at the micro tier) waits for the corpus and the tokenizer. A priority
@@ -130,12 +134,15 @@ def batch_log(kind, name):
 
 
 def rule_resources(rule):
-    """Resources for `rule` from the tier's budget; memory and time grow with each retry attempt."""
+    """Resources for `rule` from the tier's budget; memory and time grow with each retry attempt; under SLURM, a
+    SIGTERM ahead of the time limit (checkpoint.slurm_signal)."""
     table = TIER.get("resources", {})
     spec = {"runtime": 30, "mem_mb": 2000, **table.get("default", {}), **table.get(rule, {})}
     res = {
         "mem_mb": lambda wc, attempt, base=int(spec["mem_mb"]): base * attempt,
         "runtime": lambda wc, attempt, base=int(spec["runtime"]): base * attempt,
+        "slurm_extra": lambda wc, attempt, base=int(spec["runtime"]): checkpoint.slurm_signal(base * attempt,
+                                                                                              SLURM_SIGNAL_LEAD),
     }
     for key in ("gpu", "gpu_model", "cpus_per_gpu"):
         if spec.get(key):

@@ -89,9 +89,10 @@ def _batch(pairs, pad_id: int):
 
 
 def train(model_path: str, method: str, params: dict, train: GlueData, budget: dict, seed: int, out_dir: Path,
-          progress: bool = True) -> dict:
+          progress: bool = True, resume=None) -> dict:
     """Train `method` on `train` under `budget` (epochs, batch_size, lr, max_length, max_train, and the recipe's
-    optimizer, weight_decay, warmup_ratio and schedule: training.train_epochs); save to `out_dir`."""
+    optimizer, weight_decay, warmup_ratio and schedule: training.train_epochs); save to `out_dir`. `resume`: the
+    run's resume state (checkpoint.Resume; training.train_epochs)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -125,7 +126,7 @@ def train(model_path: str, method: str, params: dict, train: GlueData, budget: d
             yield _batch([examples[i] for i in order[start:start + bs]], pad_id)
 
     losses = train_epochs(model, batches, len(examples), epochs, steps, lr, seed, device,
-                          f"{method} {train.task} seed {seed}", progress, recipe=budget)
+                          f"{method} {train.task} seed {seed}", progress, recipe=budget, resume=resume)
     train_wall = time.time() - t0
     out_dir = Path(out_dir)
     with atomic_dir(out_dir) as tmp:

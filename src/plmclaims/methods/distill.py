@@ -88,12 +88,15 @@ def _tokens(tokenizer, texts: list[str], max_length: int) -> dict:
 
 
 def distill(teacher, tokenizer, sentences: list[str], steps: int, batch_size: int, lr: float, seed: int,
-            max_length: int = 128, pooling: str = "mean", layers: list[int] | None = None):
+            max_length: int = 128, pooling: str = "mean", layers: list[int] | None = None, resume=None):
     """Distil a student (student_from_teacher: the teacher's embeddings and every other layer) on `sentences`: MSE
     between the student's and the teacher's pooled vectors, AdamW with linear warm-up (10% of steps) and decay, in
     train mode (dropout on, as sentence-transformers trains), on a seeded data order (reshuffled each pass). The same
-    seed gives the same student. Returns (student in eval mode, a record of what training did)."""
+    seed gives the same student. Returns (student in eval mode, a record of what training did). `resume` (a
+    checkpoint.Resume): a stopped run continues from its saved state (the data order is drawn again from the seed)."""
     import torch
+
+    from .. import checkpoint
 
     sentences = list(dict.fromkeys(sentences))  # a repeated sentence would only weigh its target twice
     if not sentences or steps < 1 or batch_size < 1:
@@ -111,8 +114,10 @@ def distill(teacher, tokenizer, sentences: list[str], steps: int, batch_size: in
     opt = adamw(student.parameters(), lr=lr, weight_decay=0.01)
     sched = linear_warmup_decay(opt, int(WARMUP_SHARE * steps), steps)
     student.train()
-    history = []
-    for step in range(steps):
+    resume = resume or checkpoint.Resume(None, "", "")
+    restored = resume.attach(student, opt, sched)
+    start, history = (restored.step, list(restored.loop["history"])) if restored else (0, [])
+    for step in range(start, steps):
         idx = order[step * batch_size:(step + 1) * batch_size]
         loss = torch.nn.functional.mse_loss(
             pooled(student, _tokens(tokenizer, [sentences[i] for i in idx], max_length), pooling), targets[torch.as_tensor(idx)])
@@ -123,6 +128,8 @@ def distill(teacher, tokenizer, sentences: list[str], steps: int, batch_size: in
         history.append(loss.detach().item())
         if (step + 1) % 50 == 0 or step + 1 == steps:
             log.info("distill step %d/%d: MSE %.5f", step + 1, steps, history[-1])
+        resume.step(step + 1, lambda: ({"history": history}, {}))
+    resume.detach()
     student.eval()
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     return student, {"steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed, "sentences": len(sentences),

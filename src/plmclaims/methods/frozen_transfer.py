@@ -105,15 +105,19 @@ def _tensors(data, idx):
     return x, torch.as_tensor(data.mask[idx]), torch.as_tensor(data.y[idx])
 
 
-def train_and_score(body, train, test, budget: dict, lr: float, seed: int, autocast=None) -> tuple[dict, dict]:
+def train_and_score(body, train, test, budget: dict, lr: float, seed: int, autocast=None,
+                    resume=None) -> tuple[dict, dict]:
     """Fit the FPT on `train` for budget['steps'] Adam steps of budget['batch_size'] examples (drawn with `seed`),
     then predict `test`. `autocast`: a context factory the forward passes run in (a decoder's bf16 autocast:
     decoders.autocast); the loss, the gradients and the trained weights stay float32. Returns (values: accuracy on the
-    scored items, parameter counts, losses; arrays: pred and gold of the scored items, in item order)."""
+    scored items, parameter counts, losses; arrays: pred and gold of the scored items, in item order). `resume` (a
+    checkpoint.Resume): a stopped run continues from its saved state."""
     import contextlib
 
     import torch
     import torch.nn.functional as F
+
+    from .. import checkpoint
 
     autocast = autocast or contextlib.nullcontext
     model, groups = build(body, train, seed)
@@ -122,8 +126,10 @@ def train_and_score(body, train, test, budget: dict, lr: float, seed: int, autoc
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     rng = np.random.default_rng(seed)
     steps, batch = int(budget["steps"]), int(budget["batch_size"])
-    losses = []
-    for _ in range(steps):
+    resume = resume or checkpoint.Resume(None, "", "")
+    restored = resume.attach(model, opt, rngs={"batches": rng})
+    start, losses = (restored.step, list(restored.loop["losses"])) if restored else (0, [])
+    for step in range(start, steps):
         x, mask, y = _tensors(train, rng.integers(0, len(train), size=batch))
         with autocast():
             logits = model(x, mask)
@@ -132,6 +138,8 @@ def train_and_score(body, train, test, budget: dict, lr: float, seed: int, autoc
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        resume.step(step + 1, lambda: ({"losses": losses}, {}))
+    resume.detach()
     preds = []
     with torch.inference_mode():
         for start in range(0, len(test), 256):

@@ -4,18 +4,17 @@ No raw BERT checkpoint can be installed offline, so the micro tier builds one fr
 installs from the package registry: Penn Treebank (``treebank``) plus the English Wikipedia
 extract in gensim's test data. Training is deterministic for a given seed: a fixed number of
 steps (never a wall-clock budget), a seeded masking generator and a fixed data order.
-Checkpoints are written along the way (later probing claims read them), and an interrupted run
-resumes from its latest checkpoint.
+The weights are saved at the steps the tier lists (later probing claims read them); a stopped run resumes from
+its resume state (plmclaims.checkpoint), which lives apart from those outputs.
 """
 from __future__ import annotations
 
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 
+from .. import checkpoint
 from ..data import sentences
 from ..errors import UserError
 from ..optim import adamw, linear_warmup_decay
@@ -157,8 +156,9 @@ def masked_lm_loss(model, input_ids, labels, attention_mask=None):
 
 
 def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: int, out_dir: Path,
-             valid_text: Path | None = None, progress: bool = True) -> dict:
-    """MLM pre-training for a fixed number of steps; checkpoints at train['checkpoints']."""
+             valid_text: Path | None = None, progress: bool = True, resume: checkpoint.Resume | None = None) -> dict:
+    """MLM pre-training for a fixed number of steps; saves the weights at train['checkpoints'] (outputs: later probing
+    claims read them). `resume` (the run's checkpoint.Resume): a stopped run continues from its saved state."""
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer, BertForMaskedLM
@@ -172,38 +172,25 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         raise UserError(f"pre-training corpus {corpus} yields {len(blocks)} blocks of {arch['max_length']} tokens, fewer than one batch ({bs})")
     order_rng = np.random.default_rng(seed)
     model = BertForMaskedLM(bert_config(arch, len(tokenizer)))
+    # CUDA where present, with bf16 autocast where the GPU supports it; masking stays on the CPU generator, so the
+    # data a step sees does not depend on the device
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
     opt = adamw(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
     warmup = int(train.get("warmup", max(1, steps // 10)))
     sched = linear_warmup_decay(opt, warmup, steps)
     gen = torch.Generator().manual_seed(seed)
     checkpoints = sorted(set(int(c) for c in train.get("checkpoints", [])) | {steps})
-    start, history = 0, []
-    resume = _latest_checkpoint(out_dir, steps)
-    if resume is not None:  # resume: weights, optimiser, schedule and RNG state come back exactly
-        state = _load_trainer_state(resume)
-        model = BertForMaskedLM.from_pretrained(str(resume), use_safetensors=True)
-        opt = adamw(model.parameters(), lr=float(train["lr"]), weight_decay=0.01)
-        sched = linear_warmup_decay(opt, warmup, steps)
-        # the optimiser state is loaded after the scheduler is built: building it resets the learning rate
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        gen.set_state(state["generator"])
-        order_rng.bit_generator.state = state["order_rng"]
-        torch.set_rng_state(state["torch_rng"])  # dropout draws from the global generator
-        start, history = state["step"], state["history"]
-    # CUDA where present, with bf16 autocast where the GPU supports it; masking stays on the CPU generator, so the
-    # data a step sees does not depend on the device
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model.to(device)
-    if resume is not None:
-        for st in opt.state.values():
-            for k, v in st.items():
-                if torch.is_tensor(v) and k != "step":
-                    st[k] = v.to(device)
+    resume = resume or checkpoint.Resume(None, "", "")
+    # weights, optimiser, schedule, the masking and order generators and dropout's (torch's global one) come back
+    restored = resume.attach(model, opt, sched, {"mask": gen, "order": order_rng})
+    if restored is None:
+        start, history, perm, pos = 0, [], order_rng.permutation(len(blocks)), 0
+    else:
+        start, history = restored.step, list(restored.loop["history"])
+        perm, pos = restored.tensors["perm"].numpy(), int(restored.loop["pos"])
     use_bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     model.train()
-    perm = state["perm"] if resume is not None else order_rng.permutation(len(blocks))
-    pos = state["pos"] if resume is not None else 0
     bar = tqdm(total=steps, initial=start, desc=f"pretrain seed {seed}", unit="step", disable=not progress, mininterval=10)
     for step in range(start, steps):
         if pos + bs > len(perm):
@@ -223,7 +210,9 @@ def pretrain(corpus: Path, tokenizer_dir: Path, arch: dict, train: dict, seed: i
         if (step + 1) % 50 == 0:
             bar.set_postfix(loss=f"{np.mean(history[-50:]):.3f}")
         if step + 1 in checkpoints:
-            _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step + 1, history, out_dir)
+            _save_weights(model, tokenizer, step + 1, out_dir)
+        resume.step(step + 1, lambda: ({"history": history, "pos": pos}, {"perm": perm}))
+    resume.detach()
     bar.close()
     special = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
     result = {"steps": steps, "checkpoints": checkpoints, "device": device, "bf16": use_bf16, "blocks": int(len(blocks)),
@@ -253,67 +242,13 @@ def _ckpt_dir(out_dir: Path, step: int) -> Path:
     return out_dir / "checkpoints" / f"step-{step}"
 
 
-# The resume state is safetensors (tensors) plus JSON (everything else): neither format can run code when read,
-# unlike a pickle, so a file planted in the checkpoint folder can at worst make the resume fail.
-STATE_TENSORS, STATE_JSON, LEGACY_STATE = "trainer_state.safetensors", "trainer_state.json", "trainer_state.pt"
+def _save_weights(model, tokenizer, step: int, out_dir: Path) -> None:
+    """The weights and tokenizer at `step`, written beside and renamed into place (whole or absent)."""
+    from ..provenance import atomic_dir
 
-
-def _save_checkpoint(model, tokenizer, opt, sched, gen, order_rng, perm, pos, step, history, out_dir: Path) -> None:
-    import torch
-    from safetensors.torch import save_file
-
-    final = _ckpt_dir(out_dir, step)
-    tmp = final.with_name(final.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    optim = opt.state_dict()
-    tensors = {"generator": gen.get_state(), "torch_rng": torch.get_rng_state(), "perm": torch.from_numpy(np.asarray(perm))}
-    for pid, entries in optim["state"].items():
-        for name, value in entries.items():  # AdamW keeps only tensors per parameter, "step" included
-            tensors[f"optimizer.{pid}.{name}"] = value.detach().cpu().contiguous()
-    save_file(tensors, str(tmp / STATE_TENSORS))
-    meta = {"step": step, "pos": int(pos), "history": history, "order_rng": order_rng.bit_generator.state,
-            "scheduler": sched.state_dict(), "param_groups": optim["param_groups"]}
-    (tmp / STATE_JSON).write_text(json.dumps(meta))
-    if final.exists():
-        import shutil
-
-        shutil.rmtree(final)
-    tmp.replace(final)  # a checkpoint either exists whole or not at all
-
-
-def _load_trainer_state(ckpt: Path) -> dict:
-    """The state _save_checkpoint wrote, in the shape pretrain uses; a damaged one is a one-line error."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    try:
-        tensors = load_file(str(ckpt / STATE_TENSORS))
-        meta = json.loads((ckpt / STATE_JSON).read_text())
-        optim_state: dict[int, dict] = {}
-        for key, value in tensors.items():
-            if key.startswith("optimizer."):
-                _, pid, name = key.split(".", 2)
-                optim_state.setdefault(int(pid), {})[name] = value
-        return {"optimizer": {"state": optim_state, "param_groups": meta["param_groups"]}, "scheduler": meta["scheduler"],
-                "generator": tensors["generator"], "torch_rng": tensors["torch_rng"], "perm": tensors["perm"].numpy(),
-                "order_rng": meta["order_rng"], "pos": meta["pos"], "step": meta["step"], "history": meta["history"]}
-    except (OSError, ValueError, KeyError, SafetensorError) as e:
-        raise UserError(f"pre-training checkpoint {ckpt}: unreadable resume state ({type(e).__name__}: {e}); "
-                        f"delete that folder to resume from an earlier checkpoint or start again") from None
-
-
-def _latest_checkpoint(out_dir: Path, steps: int) -> Path | None:
-    found = []
-    for p in (out_dir / "checkpoints").glob("step-*"):
-        m = re.fullmatch(r"step-(\d+)", p.name)
-        if m and (p / LEGACY_STATE).exists():
-            raise UserError(f"pre-training checkpoint {p} holds a pickled {LEGACY_STATE}, which plmclaims never loads "
-                            f"because unpickling a file can run code; delete {p} to resume from an earlier checkpoint or start again")
-        if m and (p / STATE_TENSORS).exists() and (p / STATE_JSON).exists() and int(m.group(1)) <= steps:
-            found.append((int(m.group(1)), p))
-    return max(found)[1] if found else None
+    with atomic_dir(_ckpt_dir(out_dir, step)) as tmp:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
 
 
 def write_model_card(out_dir: Path, info: dict) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import encoders, plan, runs
+from ... import checkpoint, encoders, plan, runs
 from ...data import seeded_subset, sts
 from ...errors import UserError
 from ...evaluation import senteval
@@ -33,10 +33,11 @@ def compress(tier: dict, run_spec: plan.Run, data_root: str | None, resources: s
     max_len = int(tier["assets"][inst.asset].get("max_length", enc.get("max_length", 128)))
     batch = int(enc.get("batch_size", 64))
     pooling = section.get("pooling", "mean")
+    resume = checkpoint.for_run(run_spec)  # distillation trains a student
     with Run(out, config, seed=inst.seed) as run:
         model, tok, path = runs.load_encoder(tier, inst, resources)
         model.eval()
-        encode, info = _compressed(run_spec, model, tok, tier, data_root, max_len, run)
+        encode, info = _compressed(run_spec, model, tok, tier, data_root, max_len, run, resume)
         run.values.update({"model": path, "pooling": pooling, **info})
         union = union_sentences(datasets)  # one pass over every benchmark's sentences, batched as every run batches
         log.info("compress %s %s %s: %d sentences of %d benchmarks", run_spec.instance, run_spec.method,
@@ -45,9 +46,11 @@ def compress(tier: dict, run_spec: plan.Run, data_root: str | None, resources: s
         preds = {d.name: senteval.pair_predictions(d, x, union) for d in datasets}
         run.values["union_sentences"] = len(union)
         record_scores(run, datasets, preds, out)
+    resume.complete()
 
 
-def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | None, max_len: int, run: Run):
+def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | None, max_len: int, run: Run,
+                resume=None):
     """(encode(sentences, batch_size, max_length) -> encode_layers output, what the compression did)."""
     from ...methods import magnitude_pruning, quantize
 
@@ -64,7 +67,7 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
         info.update(_mask_heads(model, tok, float(params["fraction"]), tier, run_spec, data_root, max_len, run))
         return encode, info
     if method == "distillation":
-        student, record = _distil(model, tok, tier, run_spec, data_root, max_len, run)
+        student, record = _distil(model, tok, tier, run_spec, data_root, max_len, run, resume)
         info.update(record, size_mb=quantize.serialized_mb(student))
         return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
     if method == "truncation":  # distillation's student before any training step: what distilling adds is the gap
@@ -135,7 +138,7 @@ def _mask_heads(model, tok, fraction: float, tier: dict, run_spec: plan.Run, dat
             "masked": [list(h) for h in order[:n_mask]], "importance": np.round(importance.numpy(), 6).tolist()}
 
 
-def _distil(model, tok, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int, run: Run):
+def _distil(model, tok, tier: dict, run_spec: plan.Run, data_root: str | None, max_len: int, run: Run, resume=None):
     """Distil a half-depth student (every other layer of `model`) on a seeded sample of the STS-B and SICK train
     sentences, never the test sets it is scored on: MSE to the teacher's vectors under the tier's pooling."""
     from ...methods import distill
@@ -155,7 +158,7 @@ def _distil(model, tok, tier: dict, run_spec: plan.Run, data_root: str | None, m
         sentences = [sentences[i] for i in keep]
     student, record = distill.distill(model, tok, sentences, steps=int(budget["steps"]), batch_size=int(budget["batch_size"]),
                                       lr=float(budget["lr"]), seed=int(budget["seed"]), max_length=max_len,
-                                      pooling=section.get("pooling", "mean"))
+                                      pooling=section.get("pooling", "mean"), resume=resume)
     return student, {"distill": record, "teacher_parameters": record["teacher_parameters"],
                      "student_parameters": record["student_parameters"],
                      "distill_sentences_from": [f"{n} train" for n in DISTILL_SOURCES]}

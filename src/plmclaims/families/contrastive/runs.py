@@ -9,7 +9,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from ... import plan, runs
+from ... import checkpoint, plan, runs
 from ...data import sts
 from ...errors import UserError
 from ...evaluation import senteval
@@ -115,6 +115,7 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
         params[key] = runs.model_source(tier, Instance.parse(asset, tier), resources)
     budget = {**section["budget"], **({"lr": float(lr)} if lr is not None else {})}
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
+    resume = checkpoint.for_run(run_spec)
     with Run(out, config, seed=run_spec.seed) as run, tempfile.TemporaryDirectory() as scratch:
         datasets = load_benchmarks(tier, EVALUATOR, run_spec.form, data_root)
         dev = load_dev(tier, run_spec.form, data_root)
@@ -127,7 +128,8 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
                 budget = schedule(budget, corpus, run_spec.method)
                 result = contrastive_train.train(run_spec.method, path, params, corpus, dev, budget,
                                                  int(run_spec.seed), best_device(), random_weights=random,
-                                                 desc=f"{run_spec.method} {run_spec.instance} s{run_spec.seed}")
+                                                 desc=f"{run_spec.method} {run_spec.instance} s{run_spec.seed}",
+                                                 resume=resume)
                 # the corpus's own checksums (package text, not release data files) stay in its provenance
                 run.values["corpus"] = corpus.provenance
         except KeyError as err:  # a setting the objective's recipe (its DEFAULTS) does not have
@@ -161,6 +163,7 @@ def contrastive(tier: dict, run_spec: plan.Run, data_root: str | None, resources
             **{k: result[k] for k in ("history", "best_step", "best_spearman", "steps_per_second", "peak_memory_mb",
                                       "sentences_seen", "budget", "objective_params") if k in result},
         })
+    resume.complete()
     log.info("contrastive %s %s seed %d: best STS-B dev %.3f at step %s; %.2f steps/s", run_spec.method,
              run_spec.instance, run_spec.seed, result["best_spearman"], result["best_step"],
              result.get("steps_per_second") or 0.0)

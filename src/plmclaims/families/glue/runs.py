@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ... import plan, runs
+from ... import checkpoint, plan, runs
 from ...data import glue, verify
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
@@ -49,12 +49,14 @@ def finetune(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
     model_path = runs.pretrained_path(tier, run_spec.instance, resources)
     config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path,
               "revision": runs.hub_revision(tier, run_spec.instance)}
+    resume = checkpoint.for_run(run_spec)
     with Run(out, config, seed=run_spec.seed) as run:
         values, preds = training.finetune(model_path, run_spec.method, params, train, dev, budget, run_spec.seed,
-                                          save_to=out.with_name("model") if save_model else None)
+                                          save_to=out.with_name("model") if save_model else None, resume=resume)
         run.values = values
         run.data_files.update({**train.files, **dev.files})
         atomic_save_npz(out.with_name("predictions.npz"), **preds)
+    resume.complete()
     b = values["benchmarks"][run_spec.task]
     log.info("finetune %s %s %s seed %d: %s; trained %d of %d parameters (%.2f%%)", run_spec.instance, run_spec.method,
              run_spec.task, run_spec.seed, ", ".join(f"{k} {v:.2f}" for k, v in b.items() if k != "examples"),

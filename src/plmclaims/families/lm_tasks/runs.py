@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import plan, runs
+from ... import checkpoint, plan, runs
 from ...data import glue
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
@@ -45,9 +45,12 @@ def lm_train(tier: dict, run_spec: plan.Run, params: dict, data_root: str | None
     model_path = runs.pretrained_path(tier, run_spec.instance, resources)
     config = {"run": run_spec.__dict__, "params": params, "budget": budget, "tier": tier["name"], "model": model_path,
               "revision": runs.hub_revision(tier, run_spec.instance)}
+    resume = checkpoint.for_run(run_spec)
     with Run(out_dir.with_name("train.json"), config, seed=run_spec.seed) as run:
-        run.values = lm_train_mod.train(model_path, run_spec.method, params, train, budget, run_spec.seed, out_dir)
+        run.values = lm_train_mod.train(model_path, run_spec.method, params, train, budget, run_spec.seed, out_dir,
+                                        resume=resume)
         run.data_files.update(train.files)
+    resume.complete()
 
 
 def lm_eval(tier: dict, run_spec: plan.Run, resources: str, results: str, out: Path, threads: int | None = None) -> None:

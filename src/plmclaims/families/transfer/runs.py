@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import plan, runs
+from ... import checkpoint, plan, runs
 from ...data import synthetic
 from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
@@ -31,6 +31,7 @@ def transfer(tier: dict, run_spec: plan.Run, resources: str, out: Path, threads:
     data_seed = int(section.get("data_seed", 0))
     inst = Instance.parse(run_spec.instance, tier)
     config = {"run": run_spec.spec, "key": run_spec.key, "tier": tier["name"]}
+    resume = checkpoint.for_run(run_spec)
     with Run(out, config, seed=run_spec.seed) as run:
         train = synthetic.generate(task, int(budget["train_examples"]), data_seed, "train", given)
         test = synthetic.generate(task, int(budget["test_examples"]), data_seed, "test", given)
@@ -47,7 +48,7 @@ def transfer(tier: dict, run_spec: plan.Run, resources: str, out: Path, threads:
 
             autocast = partial(decoder_autocast, best_device(), tier["assets"][inst.asset].get("precision"))
         values, arrays = frozen_transfer.train_and_score(body, train, test, budget, float(run_spec.params["lr"]),
-                                                        int(run_spec.seed), autocast)
+                                                        int(run_spec.seed), autocast, resume)
         why = degenerate(arrays["pred"], arrays["losses"])
         run.values = {"benchmarks": {task: {"accuracy": values["accuracy"], "examples": values["items"]}},
                       "parameters": values.pop("parameters"), "model": path, **values}
@@ -57,6 +58,7 @@ def transfer(tier: dict, run_spec: plan.Run, resources: str, out: Path, threads:
         atomic_save_npz(out.with_name("predictions.npz"), **{
             f"{task}::pred": arrays["pred"], f"{task}::gold": arrays["gold"],
             f"{task}::index": document_index(synthetic.item_ids(test, data_seed)), f"{task}::subsets": np.full(n, task)})
+    resume.complete()
     p = run.values["parameters"]
     log.info("transfer %s %s seed %d: accuracy %.3f on %d items (loss %.3f -> %.3f); trained %d of %d parameters",
              run_spec.instance, task, run_spec.seed, values["accuracy"], n, values["loss_first"], values["loss_last"],

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from . import get
+from ... import checkpoint
 from ...errors import UserError
 
 BUDGET_KEYS = {"steps", "batch_size", "max_length", "lr", "eval_every", "warmup", "weight_decay", "selection",
@@ -71,24 +72,34 @@ def dev_spearman(objective, dev, batch_size: int, max_length: int) -> float:
     return dev_measures(objective, dev, batch_size, max_length)["stsb_dev_spearman"]
 
 
-def batches(n_examples: int, batch_size: int, steps: int, rng: np.random.Generator):
+class Batches:
     """Example indices per step: seeded permutations, epoch after epoch, the last short batch of an epoch dropped
-    (in-batch negatives need full batches)."""
-    per_epoch = max(1, n_examples // batch_size)
-    step = 0
-    while step < steps:
-        order = rng.permutation(n_examples)
-        for i in range(min(per_epoch, steps - step)):
-            yield order[i * batch_size:(i + 1) * batch_size]
-        step += min(per_epoch, steps - step)
+    (in-batch negatives need full batches). Each epoch's permutation is drawn from `rng` when its first batch is
+    asked for, after the previous step's augmentations drew from the same generator. `order` is the permutation of
+    the epoch in progress: with it and `start` (the steps done) the batches continue where a stopped run left them."""
+
+    def __init__(self, n_examples: int, batch_size: int, steps: int, rng: np.random.Generator, start: int = 0,
+                 order: np.ndarray | None = None):
+        self.n, self.size, self.steps, self.rng = n_examples, batch_size, steps, rng
+        self.start, self.order = start, order
+
+    def __iter__(self):
+        per_epoch = max(1, self.n // self.size)
+        for step in range(self.start, self.steps):
+            i = step % per_epoch
+            if i == 0 or self.order is None:
+                self.order = self.rng.permutation(self.n)
+            yield self.order[i * self.size:(i + 1) * self.size]
 
 
 def train(objective: str, model_path: str, params: dict, corpus, dev, budget: dict, seed: int, device: str,
-          random_weights: bool = False, desc: str = "", progress: bool = True) -> dict:
+          random_weights: bool = False, desc: str = "", progress: bool = True, resume=None) -> dict:
     """Train `objective` from `model_path` on `corpus`; see notes/contrastive-api.md for the returned dict.
 
     Same seed, same bytes: the weights (torch.manual_seed before loading), the batches and augmentations (one numpy
-    Generator from the seed) and the dropout masks (the torch seed) are all fixed by `seed`."""
+    Generator from the seed) and the dropout masks (the torch seed) are all fixed by `seed`. With `resume` (a
+    checkpoint.Resume), a stopped run continues from its saved state: weights, optimiser, schedule, generators, the
+    epoch's permutation, and the selection history with the best weights so far."""
     import torch
     from tqdm.auto import tqdm
 
@@ -128,13 +139,30 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
             best = history[-1]
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
-    # step 0 is recorded (the figure's starting point) but never selected: the result must be a trained model
-    history, best, best_state = [], None, None
-    evaluate(0)
-    losses, train_seconds = [], 0.0
+    def state():  # the loop's own part of the resume state
+        best_index = None if best is None else next(i for i, h in enumerate(history) if h is best)
+        return ({"history": history, "best_index": best_index, "losses": losses, "train_seconds": train_seconds},
+                {"order": data.order, **{f"best.{k}": v for k, v in (best_state or {}).items()}})
+
+    resume = resume or checkpoint.Resume(None, "", "")
+    restored = resume.attach(model, opt, sched, {"batches": rng})
+    if restored is None:
+        # step 0 is recorded (the figure's starting point) but never selected: the result must be a trained model
+        history, best, best_state = [], None, None
+        evaluate(0)
+        losses, train_seconds, start = [], 0.0, 0
+        data = Batches(len(examples), budget["batch_size"], budget["steps"], rng)
+    else:
+        r = restored.loop
+        history, losses, train_seconds, start = r["history"], r["losses"], r["train_seconds"], restored.step
+        best = None if r["best_index"] is None else history[r["best_index"]]
+        best_state = {k.removeprefix("best."): v for k, v in restored.tensors.items() if k.startswith("best.")} or None
+        data = Batches(len(examples), budget["batch_size"], budget["steps"], rng, start,
+                       restored.tensors["order"].numpy())
     model.train()
-    bar = tqdm(total=budget["steps"], desc=desc or objective, unit="step", disable=not progress, mininterval=10)
-    for step, idx in enumerate(batches(len(examples), budget["batch_size"], budget["steps"], rng), start=1):
+    bar = tqdm(total=budget["steps"], initial=start, desc=desc or objective, unit="step", disable=not progress,
+               mininterval=10)
+    for step, idx in enumerate(data, start=start + 1):
         t0 = time.perf_counter()
         batch = model.make_batch([examples[i] for i in idx], rng, budget["max_length"])
         batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
@@ -152,6 +180,8 @@ def train(objective: str, model_path: str, params: dict, corpus, dev, budget: di
         if step % budget["eval_every"] == 0 or step == budget["steps"]:
             evaluate(step)
             model.train()
+        resume.step(step, state)
+    resume.detach()
     bar.close()
     if best is None:  # steps 0: the untrained model is the result (a released checkpoint's evaluation)
         best = history[0]

@@ -11,10 +11,12 @@ checkout, so the workflow reuses them). Read the ratio, measured in one sitting,
 
     python benchmarks/bench_checkpoint.py --data-root ../shared/data [--tier micro] [--kinds contrastive finetune lm]
         [--repeats 1] [--threads 1] [--every-steps N | --every-minutes M] [--workdir .]
+    python benchmarks/bench_checkpoint.py --smallest    # the tiny tier's fine-tuning, in seconds (the smoke test)
 """
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -152,7 +154,8 @@ def main() -> None:
     from plmclaims.tiers import load_tier
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-root", required=True)
+    p.add_argument("--data-root", default=os.environ.get("PLMCLAIMS_DATA_ROOT"),
+                   help="the data root (default: $PLMCLAIMS_DATA_ROOT)")
     p.add_argument("--tier", default="micro")
     p.add_argument("--kinds", nargs="+", default=["contrastive", "finetune", "lm"], choices=sorted(COMMANDS))
     p.add_argument("--repeats", type=int, default=1, help="pairs of runs (off and on) per kind")
@@ -161,7 +164,15 @@ def main() -> None:
     p.add_argument("--every-steps", type=int, default=None)
     p.add_argument("--every-minutes", type=float, default=None)
     p.add_argument("--workdir", default=str(REPO), help="where the workflow's resources/ are (built if missing)")
+    p.add_argument("--smallest", action="store_true", help="the smoke test: the tiny tier's fine-tuning run, saved every "
+                   "step, in a scratch folder (seconds; its figures mean nothing)")
     args = p.parse_args()
+    if not args.data_root:
+        p.error("--data-root: the folder holding senteval/, glue/ and ud/ (or set PLMCLAIMS_DATA_ROOT)")
+    if args.smallest:
+        args.tier, args.kinds, args.every_steps = "tiny", ["finetune"], args.every_steps or 1
+        args.workdir = tempfile.mkdtemp(prefix="bench-checkpoint-")
+        atexit.register(shutil.rmtree, args.workdir, ignore_errors=True)
     args.data_root = str(Path(args.data_root).resolve())
     args.workdir = str(Path(args.workdir).resolve())
     tier = load_tier(args.tier)

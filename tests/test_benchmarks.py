@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # script -> a pattern its `--smallest` output contains (the table it exists to print)
 BENCHMARKS = {
+    "bench_checkpoint.py": r"\nfinetune .* yes\n",  # the run with resume state wrote the same outputs
     "bench_compression.py": r"onnx-int8 +|onnx-int8 skipped",
     "bench_contrastive.py": r"\nsimcse +\d",
     "bench_sts_eval.py": r"max \|diff\|: 0\.00\d\d \(aim: at most 0\.01: met\)",  # the two stacks agree

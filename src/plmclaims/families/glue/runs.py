@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import checkpoint, plan, runs
 from ...data import glue, verify
@@ -12,6 +13,9 @@ from ...errors import UserError
 from ...provenance import Run, atomic_save_npz
 from ...stats import degenerate as degenerate_reason, document_index
 from ...tiers import Instance
+
+if TYPE_CHECKING:  # numpy is imported where the vectors are made, not when the rules load
+    import numpy as np
 
 log = logging.getLogger("plmclaims")
 

@@ -77,7 +77,7 @@ def _compressed(run_spec: plan.Run, model, tok, tier: dict, data_root: str | Non
         info.update(student_parameters=sum(p.numel() for p in student.parameters()),
                     teacher_parameters=sum(p.numel() for p in model.parameters()),
                     size_mb=quantize.serialized_mb(student), layers=distill.every_other_layer(model.config.num_hidden_layers))
-        return student, info  # the task head is copied whole with the embeddings: it predicts as the teacher's does
+        return (lambda sents, b, n: layers(student, tok, sents, batch_size=b, max_length=n)), info  # noqa: E731
     if method == "quantisation" and params.get("backend") == "torch":
         q = quantize.quantize_int8(model)
         info["size_mb"] = quantize.serialized_mb(q)

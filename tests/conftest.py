@@ -181,12 +181,15 @@ def slurm_cluster() -> bool:
     return res.returncode == 0 and any(s in res.stdout for s in ("idle", "mixed", "allocated"))
 
 
-def slurm_jobs() -> dict[str, tuple[str, str, str, str]]:
-    """Every job slurmctld still remembers (MinJobAge=3600 in .ci/slurm-up.sh: a whole tiny run must stay visible):
-    id -> (state, comment, memory asked for, time limit)."""
-    out = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i|%T|%m|%l|%k"], capture_output=True, text=True, check=True).stdout
+def slurm_jobs(workdir: Path | None = None) -> dict[str, tuple[str, str, str, str]]:
+    """Every job slurmctld still remembers (MinJobAge=3600 in .ci/slurm-up.sh: a whole tiny run must stay visible),
+    or only those submitted from `workdir` (tests submit from several folders at once): id -> (state, comment, memory
+    asked for, time limit)."""
+    out = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i|%T|%m|%l|%Z|%k"], capture_output=True, text=True,
+                         check=True).stdout
     return {i: (state, comment, mem, limit)
-            for i, state, mem, limit, comment in (line.split("|", 4) for line in out.splitlines() if line)}
+            for i, state, mem, limit, cwd, comment in (line.split("|", 5) for line in out.splitlines() if line)
+            if workdir is None or Path(cwd) == Path(workdir)}
 
 
 def slurm_profile(repo: Path) -> list[str]:
@@ -251,7 +254,7 @@ def second_run(long_runs):
     work, claims, bg, before = long_runs["second_run"]
     res = bg.result()
     assert res.returncode == 0, res.stderr[-3000:]
-    jobs = None if before is None else {i: v for i, v in slurm_jobs().items() if i not in before}
+    jobs = None if before is None else {i: v for i, v in slurm_jobs(work).items() if i not in before}
     return work, claims, jobs
 
 

@@ -101,7 +101,7 @@ def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_ro
                     f"claims_dir={repo / 'replications'}", 'claims=["sts/released-checkpoint-reproduces"]')
     assert res.returncode != 0
     assert "Error in rule encode" in res.stdout + res.stderr
-    new = {i: v for i, v in slurm_jobs().items() if i not in before}
+    new = {i: v for i, v in slurm_jobs(tmp_path).items() if i not in before}
     assert [state for state, comment, *_ in new.values() if comment.startswith("rule_encode")] == ["FAILED"], new
 
 
@@ -149,7 +149,8 @@ def test_a_job_past_its_time_limit_is_stopped_retried_and_resumes_from_its_check
                           'claims=["transfer/frozen-pretrained-beats-random"]', env=OFFLINE, timeout=900).result()
     took = time.monotonic() - started
     assert res.returncode == 0, res.stderr[-3000:]
-    jobs = [(state, limit) for i, (state, comment, _, limit) in sorted(slurm_jobs().items(), key=lambda j: int(j[0]))
+    # this folder's jobs only: the session's SLURM run of the covering claims submits transfer jobs meanwhile
+    jobs = [(state, limit) for i, (state, comment, _, limit) in sorted(slurm_jobs(work).items(), key=lambda j: int(j[0]))
             if i not in before and comment.startswith("rule_transfer")]
     assert jobs[0] == ("TIMEOUT", _squeue_limit(1)) and jobs[-1][0] == "COMPLETED", (jobs, steps, per_step, took)
     assert jobs[1][1] == _squeue_limit(2)  # the retry asks for twice the time (attempt-scaled runtime)

@@ -41,7 +41,14 @@ def test_report_lists_every_claim_with_a_verdict(tiny_run, repo):
     assert set(glove["controls"]) == {"bow", "tfidf"}
     csv_lines = (work / "results" / "tiny" / "claims.csv").read_text().splitlines()
     assert csv_lines[0].startswith("claim,seed_point,tier,verdict")
-    assert len(csv_lines) == 1 + sum(len(v["measurements"]) for v in verdicts)
+    # one row per (model, measurement): a claim measured on several models has each model's rows, a baseline they
+    # share once (report.common.all_measurements)
+    from plmclaims.report.common import all_measurements
+
+    assert len(csv_lines) == 1 + sum(len(all_measurements(v)) for v in verdicts)
+    several = [v for v in verdicts if len(v.get("models") or {}) > 1]
+    assert several and {"model", "model_verdict"} <= set(csv_lines[0].split(","))
+    assert sum(len(all_measurements(v)) for v in several) > sum(len(v["measurements"]) for v in several)
     assert (work / "results" / "tiny" / "figures" / "forest.png").read_bytes()[:4] == b"\x89PNG"
 
 

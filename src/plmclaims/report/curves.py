@@ -8,7 +8,8 @@ import math
 from pathlib import Path
 
 from .common import all_measurements, asset_of
-from .plotting import CURVE_LINES, FLOORS, curve_axis, floor_style, point_x, pyplot, relations, save, value_axis, wrap
+from .plotting import (CURVE_LINES, FLOORS, curve_axis, floor_style, legend_once, point_x, pyplot, relations, save,
+                       value_axis, wrap)
 from .tables import curves
 
 COLUMNS = 3
@@ -164,13 +165,7 @@ def curves_figure(verdicts: list[dict]):
     if not items:
         axes[0][0].text(0.5, 0.5, "no curve measurement ran", ha="center", transform=axes[0][0].transAxes,
                         gid="missing")
-    seen: set[str] = set()
-
-    def once(key: str) -> str:
-        if key in seen:
-            return "_nolegend_"
-        seen.add(key)
-        return key
+    once = legend_once()
 
     for ax, (v, name, m, t) in zip(axes.flat, items):
         _panel(ax, v, name, m, t, once)

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from .common import all_measurements, first_reason, views
-from .plotting import FLOORS, floor_style, pyplot, save, value_axis, wrap
+from .plotting import FLOORS, floor_style, legend_once, pyplot, save, value_axis, wrap
 
 ROW_IN = 0.5  # inches per measurement row
 LABEL_CHARS = 34
@@ -111,13 +111,7 @@ def forest_figure(verdicts: list[dict]):
     heights = [ROW_IN * max((len(r) for _, r in line), default=2) + 0.9 for line in grid]
     fig = plt.figure(figsize=(6.2 * cols, sum(heights) + 0.8), layout="constrained")
     spec = fig.add_gridspec(len(grid), cols, height_ratios=heights)
-    seen: set[str] = set()
-
-    def once(key: str) -> str:
-        if key in seen:
-            return "_nolegend_"
-        seen.add(key)
-        return key
+    once = legend_once()
 
     for r, line in enumerate(grid):
         for c, (v, rows) in enumerate(line):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import all_measurements, asset_of, views
-from .plotting import FLOORS, pyplot, save, value_axis, wrap
+from .plotting import FLOORS, legend_once, pyplot, save, value_axis, wrap
 
 COLUMNS = 3
 
@@ -91,13 +91,7 @@ def params_figure(verdicts: list[dict]):
         axes[0][0].text(0.5, 0.5, "no fine-tuning measurement ran", ha="center", transform=axes[0][0].transAxes,
                         gid="missing")
     colours: dict[str, str] = {}
-    seen: set[str] = set()
-
-    def once(key: str) -> str:
-        if key in seen:
-            return "_nolegend_"
-        seen.add(key)
-        return key
+    once = legend_once()
 
     for ax, (v, ms) in zip(axes.flat, claims):
         _panel(ax, v, ms, colours, once)

@@ -23,6 +23,20 @@ def pyplot():
     return plt
 
 
+def legend_once():
+    """A labeller for one figure: key the first time it is asked for, '_nolegend_' after, so a legend built from
+    every panel's handles lists each entry once."""
+    seen: set[str] = set()
+
+    def once(key: str) -> str:
+        if key in seen:
+            return "_nolegend_"
+        seen.add(key)
+        return key
+
+    return once
+
+
 def save(fig, out: Path, dpi: int = 110) -> None:
     plt = pyplot()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .plotting import CURVE_LINES, FLOORS, pyplot, save
+from .plotting import CURVE_LINES, FLOORS, legend_once, pyplot, save
 
 # what each row plots from a run's history: (key, title, axis label, scale)
 TRAINING_PANELS = (
@@ -56,13 +56,7 @@ def training_figure(verdicts: list[dict]):
                              squeeze=False, sharey="row", layout="constrained")
     drawn = {key: 0 for key, *_ in TRAINING_PANELS}
     lexical = _lexical(verdicts)
-    seen: set[str] = set()
-
-    def once(key: str) -> str:
-        if key in seen:
-            return "_nolegend_"
-        seen.add(key)
-        return key
+    once = legend_once()
 
     for col, method in enumerate(methods):
         for row, (key, title, label, scale) in enumerate(TRAINING_PANELS):

@@ -47,3 +47,13 @@ def test_an_added_claim_gets_a_not_run_row_and_a_removed_one_loses_its_own(repo)
     added = out[1]
     assert added["verdict"] == "not-run" and added["outdated"] == ADDED and ADDED in added["note"]
     assert added["version"] == claims[1].data["version"] and added["statement"]
+
+
+def test_marking_a_marked_report_again_keeps_each_mark(repo):
+    """publish --render-only runs on its own output: an added claim's row stays marked as added, not as a verdict
+    judged with other settings (it has no run, so no recorded settings)."""
+    tier = load_tier("tiny")
+    claims = load_claims(repo / "replications", ["sts/glove-avg-beats-bert-avg", "sts/whitening-improves-bert"])
+    verdicts = _current(claims, tier)
+    once = mark([verdicts[0]], claims, tier, RESULTS)
+    assert mark(once, claims, tier, RESULTS) == once and once[1]["outdated"] == ADDED

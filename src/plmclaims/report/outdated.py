@@ -28,6 +28,9 @@ def reasons(verdicts: list[dict], claims: list, tier: dict, results: str) -> dic
     for cid, v in shown.items():
         if cid not in plans:
             continue
+        if not v.get("provenance"):  # a row mark() added for a claim the run did not have: still not computed
+            out[cid] = ADDED
+            continue
         why = []
         now = plans[cid].claim.data["version"]
         if v.get("version") != now:

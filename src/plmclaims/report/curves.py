@@ -8,11 +8,10 @@ import math
 from pathlib import Path
 
 from .common import all_measurements, asset_of
-from .plotting import (CURVE_LINES, FLOORS, curve_axis, floor_style, legend_once, point_x, pyplot, relations, save,
-                       value_axis, wrap)
+from .plotting import (CURVE_LINES, FLOORS, curve_axis, floor_style, legend_once, panel_grid, point_x, relations, save,
+                       shared_legend, value_axis, wrap)
 from .tables import curves
 
-COLUMNS = 3
 
 
 def _num(vals) -> list[float]:
@@ -155,24 +154,12 @@ def _panel(ax, v: dict, name: str, m: dict, t: str, once) -> None:
 
 
 def curves_figure(verdicts: list[dict]):
-    plt = pyplot()
     items = panels(verdicts)
-    cols = min(COLUMNS, max(len(items), 1))
-    rows = max(1, -(-len(items) // cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 3.9 * rows + 0.6), squeeze=False, layout="constrained")
-    for ax in axes.flat[len(items):]:
-        ax.axis("off")
-    if not items:
-        axes[0][0].text(0.5, 0.5, "no curve measurement ran", ha="center", transform=axes[0][0].transAxes,
-                        gid="missing")
+    fig, axes = panel_grid(len(items), 5.4, 3.9, "no curve measurement ran")
     once = legend_once()
-
-    for ax, (v, name, m, t) in zip(axes.flat, items):
+    for ax, (v, name, m, t) in zip(axes, items):
         _panel(ax, v, name, m, t, once)
-    found = {lab: h for ax in fig.axes for h, lab in zip(*ax.get_legend_handles_labels())}
-    if found:  # one legend for every panel, above them: it covers no line
-        fig.legend(list(found.values()), list(found), loc="outside upper center", ncol=min(len(found), 6), fontsize=8,
-                   frameon=False)
+    shared_legend(fig, most=6)
     return fig
 
 

@@ -7,11 +7,10 @@ import math
 from pathlib import Path
 
 from .common import all_measurements, first_reason, views
-from .plotting import FLOORS, floor_style, legend_once, pyplot, save, value_axis, wrap
+from .plotting import COLUMNS, FLOORS, floor_style, legend_once, pyplot, save, shared_legend, value_axis, wrap
 
 ROW_IN = 0.5  # inches per measurement row
 LABEL_CHARS = 34
-COLUMNS = 3
 
 
 def _twin(v: dict, m: dict) -> float | None:
@@ -120,12 +119,7 @@ def forest_figure(verdicts: list[dict]):
         ax = fig.add_subplot(spec[0, 0])
         ax.text(0.5, 0.5, "no measurement ran", ha="center", transform=ax.transAxes, gid="missing")
         ax.axis("off")
-    found = {lab: h for ax in fig.axes for h, lab in zip(*ax.get_legend_handles_labels())}
-    order = ["measured (95% CI)", "reported"] + [text for _, _, text in FLOORS.values()]
-    labels = sorted(found, key=lambda lab: order.index(lab) if lab in order else len(order))
-    if labels:
-        fig.legend([found[lab] for lab in labels], labels, loc="outside upper center", ncol=len(labels), fontsize=8,
-                   frameon=False)
+    shared_legend(fig, ["measured (95% CI)", "reported"] + [text for _, _, text in FLOORS.values()], most=99)
     return fig
 
 

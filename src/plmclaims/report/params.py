@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import all_measurements, asset_of, views
-from .plotting import FLOORS, legend_once, pyplot, save, value_axis, wrap
+from .plotting import FLOORS, legend_once, panel_grid, save, shared_legend, value_axis, wrap
 
-COLUMNS = 3
 
 
 def _claims(verdicts: list[dict]) -> list[tuple[dict, list[tuple[str, dict]]]]:
@@ -80,25 +79,13 @@ def _panel(ax, v: dict, ms: list[tuple[str, dict]], colours: dict, once) -> None
 
 
 def params_figure(verdicts: list[dict]):
-    plt = pyplot()
     claims = _claims(verdicts)
-    cols = min(COLUMNS, max(len(claims), 1))
-    rows = max(1, -(-len(claims) // cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 4.4 * rows + 0.5), squeeze=False, layout="constrained")
-    for ax in axes.flat[len(claims):]:
-        ax.axis("off")
-    if not claims:
-        axes[0][0].text(0.5, 0.5, "no fine-tuning measurement ran", ha="center", transform=axes[0][0].transAxes,
-                        gid="missing")
+    fig, axes = panel_grid(len(claims), 6.0, 4.4, "no fine-tuning measurement ran")
     colours: dict[str, str] = {}
     once = legend_once()
-
-    for ax, (v, ms) in zip(axes.flat, claims):
+    for ax, (v, ms) in zip(axes, claims):
         _panel(ax, v, ms, colours, once)
-    found = {lab: h for ax in fig.axes for h, lab in zip(*ax.get_legend_handles_labels())}
-    if found:
-        fig.legend(list(found.values()), list(found), loc="outside upper center", ncol=min(len(found), 7), fontsize=8,
-                   frameon=False)
+    shared_legend(fig)
     return fig
 
 

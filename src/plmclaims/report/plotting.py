@@ -37,6 +37,35 @@ def legend_once():
     return once
 
 
+COLUMNS = 3  # panels per row in the multi-panel figures
+
+
+def panel_grid(count: int, width: float, height: float, missing: str):
+    """A figure of `count` equal panels, up to COLUMNS a row, the unused cells hidden; with none, one panel that says
+    `missing`. Returns the figure and its panels in reading order."""
+    plt = pyplot()
+    cols = min(COLUMNS, max(count, 1))
+    rows = max(1, -(-count // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + 0.6), squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[count:]:
+        ax.axis("off")
+    if not count:
+        axes[0][0].text(0.5, 0.5, missing, ha="center", transform=axes[0][0].transAxes, gid="missing")
+    return fig, list(axes.flat[:count])
+
+
+def shared_legend(fig, order: list[str] | None = None, most: int = 7) -> None:
+    """One legend for every panel, above them (it covers no line): each label once, in `order` where given."""
+    found = {lab: h for ax in fig.axes for h, lab in zip(*ax.get_legend_handles_labels())}
+    labels = list(found)
+    if order is not None:
+        labels.sort(key=lambda lab: order.index(lab) if lab in order else len(order))
+    if labels:
+        fig.legend([found[lab] for lab in labels], labels, loc="outside upper center", ncol=min(len(labels), most),
+                   fontsize=8, frameon=False)
+
+
 def save(fig, out: Path, dpi: int = 110) -> None:
     plt = pyplot()
     out.parent.mkdir(parents=True, exist_ok=True)

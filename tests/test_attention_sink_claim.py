@@ -1,9 +1,11 @@
 """The decoder's analogue of P6 (intrinsic/attention-sink-first-token, Xiao et al. 2023): its plan on the real
 pre-trained decoder of each tier with the random-weights twin beside, the causal chance level its values are taken
-against, and its verdicts on synthetic layers whose attention to the first token we control."""
+against, and its verdicts on synthetic layers whose attention to the first token we control: shown, since its checks
+are Llama-2-7B's layer profile, with what they measured; and, credited, what the engine would judge."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -122,11 +124,24 @@ def micro():
     return tier, _plan(tier)
 
 
-def test_a_sink_above_the_bottom_layer_and_a_uniform_twin_is_reproduced_on_gemma(tmp_path, micro):
+def _judged(cplan):
+    """The plan with its checks credited: what the engine would make of Llama-2-7B's layer profile on a tier that ran
+    Llama-2-7B itself (the claim shows the checks, since no tier does)."""
+    checks = [{k: v for k, v in c.items() if k != "shown"} for c in cplan.claim.checks]
+    return replace(cplan, claim=replace(cplan.claim, data={**cplan.claim.data, "checks": checks}))
+
+
+def _measured(v: dict) -> list[str]:
+    assert {c["outcome"] for c in v["checks"]} == {"shown"}, v["checks"]
+    assert all("Llama-2-7B's layer profile" in c["reason"] for c in v["checks"])
+    return [c["measured_outcome"] for c in v["checks"]]
+
+
+def test_a_sink_above_the_bottom_layer_and_a_uniform_twin_is_shown_holding_on_gemma(tmp_path, micro):
     tier, cplan = micro
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path, _sink))
-    assert v["verdict"] == "reproduced", v["note"]
-    assert [(c["outcome"], c["judged"]) for c in v["checks"]] == [("holds", True)] * 2
+    results = _write(cplan, tmp_path, _sink)
+    v = decide_claim(cplan, tier, results)
+    assert v["verdict"] == "shown" and _measured(v) == ["holds", "holds"], v["note"]
     for name in ("middle", "top"):
         m = v["measurements"][name]
         assert m["measured"] == pytest.approx(45, abs=1) and m["instances"] == ["gemma-3-270m"]
@@ -135,35 +150,42 @@ def test_a_sink_above_the_bottom_layer_and_a_uniform_twin_is_reproduced_on_gemma
     curve = v["measurements"]["layers"]["curve"]
     assert [p["per_benchmark"][BENCH]["measured"] for p in curve] == pytest.approx(
         [100 * _sink(layer, False) for layer in range(1, 19)], abs=1)
+    assert all(p["floors"]["random-weights"][BENCH] == pytest.approx(0, abs=1) for p in curve)
+    credited = decide_claim(_judged(cplan), tier, results)
+    assert credited["verdict"] == "reproduced", credited["note"]
 
 
-def test_a_twin_with_the_trained_models_attention_leaves_the_claim_inconclusive(tmp_path, micro):
+def test_a_twin_with_the_trained_models_attention_leaves_the_checks_inconclusive(tmp_path, micro):
     """Rule: every credited side beats its twin. A twin that attends as the trained model does, or that shows the same
     rise above the first layer, leaves the sink the architecture's, not pre-training's."""
     tier, cplan = micro
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path / "same", lambda layer, random: _sink(layer, False)))
+    same = _write(cplan, tmp_path / "same", lambda layer, random: _sink(layer, False))
+    assert _measured(decide_claim(cplan, tier, same)) == ["inconclusive"] * 2
+    v = decide_claim(_judged(cplan), tier, same)
     assert v["verdict"] == "inconclusive" and "not above its random-weights floor" in v["note"], v["note"]
-    assert {c["outcome"] for c in v["checks"]} == {"inconclusive"}
     below = lambda layer, random: _sink(layer, False) - (0.05 if random else 0.0)  # noqa: E731
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path / "rise", below))
+    v = decide_claim(_judged(cplan), tier, _write(cplan, tmp_path / "rise", below))
     assert v["verdict"] == "inconclusive" and "the random-weights twin shows the same relation" in v["note"], v["note"]
 
 
-def test_no_sink_is_inconclusive_and_a_sink_in_the_first_layer_only_contradicts(tmp_path, micro):
+def test_no_sink_is_inconclusive_and_a_sink_in_the_first_layer_contradicts_the_profile(tmp_path, micro):
+    """Gemma's case at micro: its first layer already sinks, more than its middle layer; the profile's contradiction
+    is shown, and would make the claim not-reproduced only where it is credited."""
     tier, cplan = micro
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path / "flat", lambda layer, random: 0.0))
+    v = decide_claim(_judged(cplan), tier, _write(cplan, tmp_path / "flat", lambda layer, random: 0.0))
     assert v["verdict"] == "inconclusive" and "not above its chance floor" in v["note"], v["note"]
-    first = lambda layer, random: 0.0 if random else (0.45 if layer == 1 else 0.10)  # noqa: E731
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path / "first", first))
-    assert v["verdict"] == "not-reproduced", v["note"]
-    assert {c["outcome"] for c in v["checks"]} == {"contradicted"}
+    first = lambda layer, random: 0.0 if random else {1: 0.33, 18: 0.52}.get(layer, 0.22)  # noqa: E731
+    results = _write(cplan, tmp_path / "first", first)
+    v = decide_claim(cplan, tier, results)
+    assert v["verdict"] == "shown" and _measured(v) == ["contradicted", "holds"], v["note"]
+    assert decide_claim(_judged(cplan), tier, results)["verdict"] == "not-reproduced"
 
 
 def test_the_tiny_tiers_random_gemma_is_judged_on_the_wiring_only(tmp_path):
     """tiny-gemma has random weights, as its twin: whatever it shows, its twin shows too, and the sink is not credited."""
     tier = with_overrides(load_tier("tiny"), {"bootstrap.resamples": 100})
     cplan = _plan(tier)
-    v = decide_claim(cplan, tier, _write(cplan, tmp_path, lambda layer, random: _sink(layer + 1, False)))
+    v = decide_claim(_judged(cplan), tier, _write(cplan, tmp_path, lambda layer, random: _sink(layer + 1, False)))
     assert v["verdict"] == "inconclusive" and "not above its random-weights floor" in v["note"], v["note"]
 
 

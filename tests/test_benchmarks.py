@@ -26,7 +26,7 @@ BENCHMARKS = {
     "encode_cost.py": r"int8, 1 a batch: .* and the union 0\.00e\+00",  # one a batch: the union changes no vector
     "optimiser_step.py": r"fused +\d",
     "plan_vs_measured.py": r"tier tiny: \d+ planned runs",
-    "real_lm.py": r"\d+ new runs at tier tiny: \d+ job-seconds",
+    "real_lm.py": r"\ntransfer bit-xor model +1 .*\n\d+ new runs at tier tiny: \d+ job-seconds",  # its class ran
     "select_lr_contrastive.py": r"\nsimcse .* 1e-05",
     "select_lr_micro.py": r"1e-04 +1 +1 ",
     "throughput.py": r"micro-bert .* forward +\d+ tok/s",

@@ -268,6 +268,12 @@ def tiny_run(long_runs):
     return work, config
 
 
+@pytest.fixture(scope="session")
+def tiny_run_stderr(tiny_run, long_runs) -> str:
+    """What the tiny_run wrote to the terminal's stderr: Snakemake's log and the workflow's own lines."""
+    return long_runs["tiny_run"][2].result().stderr
+
+
 def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:
     """A copy of the data root in which one raw STS12 file has a row without its tab (read by the MTEB-protocol runs
     only), so planning passes with allow_unverified_data and the jobs that read the file fail."""

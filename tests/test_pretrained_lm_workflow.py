@@ -17,12 +17,14 @@ from conftest import OFFLINE, start_snakemake
 from plmclaims.claims import load_claims
 
 CLAIMS = Path(__file__).parent / "pretrained_lm_claims"
-COPIED = {".json", ".log", ".md", ".csv", ".txt", ".yaml", ".html"}  # text a rerun job may rewrite in place
+# copied, not linked: text and figures, which jobs that run again here (the report, logs) may rewrite in place
+COPIED = {".json", ".log", ".md", ".csv", ".txt", ".yaml", ".html", ".png"}
 
 
 def _copy_run(src: Path, dst: Path) -> None:
     """A workflow folder's resources/, results/ and Snakemake's metadata, times kept (Snakemake reruns an output older
-    than its inputs): text copied, the rest (weights, arrays) hard-linked, which no job writes in place."""
+    than its inputs): COPIED files copied, the rest (weights, arrays) hard-linked: the run's own folder stays as it
+    was for the other tests that read it."""
     def link(a, b):
         return shutil.copy2(a, b) if Path(a).suffix in COPIED else os.link(a, b)
     for part in ("resources", "results", ".snakemake/metadata", ".snakemake/incomplete"):

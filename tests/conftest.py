@@ -181,6 +181,15 @@ def slurm_cluster() -> bool:
     return res.returncode == 0 and any(s in res.stdout for s in ("idle", "mixed", "allocated"))
 
 
+def slurm_or_fail() -> bool:
+    """Whether a SLURM cluster answers (slurm_cluster); fails the session where CI requires one and none does."""
+    if slurm_cluster():
+        return True
+    if REQUIRE_SLURM:
+        pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
+    return False
+
+
 def slurm_jobs(workdir: Path | None = None) -> dict[str, tuple[str, str, str, str]]:
     """Every job slurmctld still remembers (MinJobAge=3600 in .ci/slurm-up.sh: a whole tiny run must stay visible),
     or only those submitted from `workdir` (tests submit from several folders at once): id -> (state, comment, memory
@@ -197,17 +206,15 @@ def slurm_profile(repo: Path) -> list[str]:
     return ["--profile", str(repo / "workflows" / "profiles" / "slurm"), *SLURM_FLAGS]
 
 
-def run_slurm(repo: Path, workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Snakemake in workdir through the slurm profile on the local test cluster."""
-    return run_snakemake(repo, workdir, *slurm_profile(repo), *args, env=env)
-
-
-# The session's two long workflow runs (the whole tiny tier; the covering claims again, through SLURM in CI) start
-# together in the background as the session starts, when a collected test needs them, and the tests that need no
-# run go on meanwhile: most of those are one process on one core, so alone they would leave the other core idle for
-# minutes. A background run gets more time than a foreground one: it shares the cores with the tests.
-LONG_RUNS = ("tiny_run", "second_run")
+# The session's workflow runs (the whole tiny tier; the covering claims again and a run that fails, each through
+# SLURM in CI) start together in the background as the session starts, when a collected test needs them, and the
+# tests that need no run go on meanwhile: most of those are one process on one core, so alone they would leave the
+# other core idle for minutes. A background run gets more time than a foreground one: it shares the cores with the
+# tests.
+LONG_RUNS = ("tiny_run", "second_run", "failed_run")
 BACKGROUND_TIMEOUT = 3600
+# failed_run's claims: the first's encode of STS12 fails on _broken_data_root's row, the second is not run at tiny
+FAILING_CLAIMS = ["sts/released-checkpoint-reproduces", "sts/released-simcse-reproduces"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: a test that waits for a long run is `slow`
@@ -231,14 +238,23 @@ def long_runs(request, tmp_path_factory, repo, data_root):
         config, bg = start_tiny_tier(repo, work, data_root, timeout=BACKGROUND_TIMEOUT)
         started["tiny_run"] = (work, config, bg, None)
     if "second_run" in needed:
-        if REQUIRE_SLURM and not slurm_cluster():
-            pytest.fail("PLMCLAIMS_REQUIRE_SLURM=1 but no SLURM cluster answers sinfo; run bash .ci/slurm-up.sh as root")
+        slurm = slurm_or_fail()
         work, claims = tmp_path_factory.mktemp("wf-again"), request.getfixturevalue("covering_claims")
-        slurm = slurm_cluster()
         before = set(slurm_jobs()) if slurm else None
         _, bg = start_tiny_tier(repo, work, data_root, claims, *(slurm_profile(repo) if slurm else ()),
                                 timeout=BACKGROUND_TIMEOUT)
         started["second_run"] = (work, claims, bg, before)
+    if "failed_run" in needed:
+        slurm = slurm_or_fail()
+        folder = tmp_path_factory.mktemp("wf-failing")
+        work, root = folder / "work", _broken_data_root(folder, data_root)
+        work.mkdir()
+        config = ["--config", "tier=tiny", f"data_root={root}", f"claims_dir={repo / 'replications'}",
+                  f"claims={json.dumps(FAILING_CLAIMS)}", "allow_unverified_data=true"]
+        before = set(slurm_jobs()) if slurm else None
+        executor = [*slurm_profile(repo), "--retries", "0"] if slurm else ["--cores", "2", "--keep-going"]
+        bg = start_snakemake(repo, work, *executor, *config, env=OFFLINE, timeout=BACKGROUND_TIMEOUT)
+        started["failed_run"] = (work, root, bg, before)
     yield started
     for *_, bg, _ in started.values():
         bg.kill()
@@ -268,6 +284,26 @@ def tiny_run(long_runs):
     return work, config
 
 
+@pytest.fixture(scope="session")
+def tiny_run_stderr(tiny_run, long_runs) -> str:
+    """What the tiny_run wrote to the terminal's stderr: Snakemake's log and the workflow's own lines."""
+    return long_runs["tiny_run"][2].result().stderr
+
+
+@pytest.fixture(scope="session")
+def failed_run(long_runs):
+    """FAILING_CLAIMS at the tiny tier with --keep-going on a data root with a malformed STS12 row (_broken_data_root):
+    the first claim's encode of STS12 fails inside its job. Through the slurm profile with no retry where a SLURM
+    cluster answers (CI), else locally on 2 cores. One run serves two proofs: test_failures checks the report and the
+    terminal after a failure, test_slurm that SLURM reports the job FAILED. Started in the background with the session
+    (long_runs); this waits for it: (workdir, its data root, the Snakemake result, the SLURM jobs it submitted (as
+    slurm_jobs) or None)."""
+    work, root, bg, before = long_runs["failed_run"]
+    res = bg.result()
+    jobs = None if before is None else {i: v for i, v in slurm_jobs(work).items() if i not in before}
+    return work, root, res, jobs
+
+
 def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:
     """A copy of the data root in which one raw STS12 file has a row without its tab (read by the MTEB-protocol runs
     only), so planning passes with allow_unverified_data and the jobs that read the file fail."""
@@ -279,9 +315,3 @@ def _broken_data_root(tmp_path: Path, data_root: Path) -> Path:
     lines[0] = lines[0].replace("\t", " ", 1)
     path.write_text("\n".join(lines), encoding="utf-8", errors="surrogateescape")
     return root
-
-
-@pytest.fixture(scope="session")
-def broken_data_root(data_root):
-    """make(tmp_path): a data root in which the MTEB-protocol encode of STS12 fails inside its job."""
-    return lambda tmp_path: _broken_data_root(tmp_path, data_root)

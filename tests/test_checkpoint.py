@@ -226,12 +226,12 @@ def test_slurm_is_asked_for_sigterm_ahead_of_the_time_limit(repo, tmp_path, data
 
 
 def test_the_overhead_benchmark_times_both_and_finds_the_same_outputs(repo, tmp_path, data_root):
-    """benchmarks/bench_checkpoint.py on the tiny tier's costliest fine-tuning run (a packaged encoder, no upstream
-    job): both runs go through, the run with resume state saves once (2 steps, every second step) and writes the same
-    outputs."""
+    """benchmarks/bench_checkpoint.py at its smallest size (tests/test_benchmarks.py leaves it to this test): the tiny
+    tier's costliest fine-tuning run (a packaged encoder, no upstream job), in a scratch folder. Both runs go through,
+    the run with resume state saves once (2 steps, every second step) and writes the same outputs."""
     res = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_checkpoint.py"), "--data-root", str(data_root),
-                          "--tier", "tiny", "--kinds", "finetune", "--workdir", str(tmp_path)],
-                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          "--smallest"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert res.returncode == 0, res.stderr[-2000:]
     row = next(line for line in res.stdout.splitlines() if line.startswith("finetune "))
     *_, saves, per_save, mb, same = row.split()

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import run_snakemake
+from conftest import FAILING_CLAIMS, run_snakemake
 from plmclaims.failures import Failure, attribute, failed_jobs
 
 SNAKEFILE = """
@@ -53,15 +53,11 @@ def test_attribute_prefers_the_job_that_was_to_write_a_needed_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_root, broken_data_root):
-    """A failed run: the report still lists every claim; the failed one says `error` with the failing rule and log."""
-    root = broken_data_root(tmp_path)
-    work = tmp_path / "work"
-    work.mkdir()
-    claims = ["sts/released-checkpoint-reproduces", "sts/released-simcse-reproduces"]
-    res = run_snakemake(repo, work, "--cores", "2", "--keep-going", "--config", "tier=tiny", f"data_root={root}",
-                        f"claims_dir={repo / 'replications'}", f"claims={json.dumps(claims)}", "allow_unverified_data=true",
-                        env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+def test_keep_going_writes_the_report_with_an_error_row(failed_run, repo, data_root):
+    """A failed run (conftest.failed_run): the report still lists every claim; the failed one says `error` with the
+    failing rule and log."""
+    work, root, res, _ = failed_run
+    claims = FAILING_CLAIMS
     assert res.returncode != 0
     assert "despite failures: 1 of 2 claims are 'error'" in res.stderr, res.stderr[-3000:]
     # the terminal's closing lines: the counts, a line per claim (the failed one names its rule and log), the report
@@ -76,7 +72,8 @@ def test_keep_going_writes_the_report_with_an_error_row(tmp_path, repo, data_roo
     failed = verdicts["sts/released-checkpoint-reproduces"]
     assert failed["verdict"] == "error"
     assert "rule encode failed (log: " in failed["note"] or "rule score failed (log: " in failed["note"], failed["note"]
-    log = failed["note"].split("(log: ")[1].split(")")[0]
+    # the job's log first (through SLURM, the job's SLURM log follows it)
+    log = failed["note"].split("(log: ")[1].split(")")[0].split(", ")[0]
     assert "STS.input.MSRpar.txt" in (work / log).read_text()  # the log names the bad file
     md = (work / "results" / "tiny" / "claims.md").read_text()
     assert "`sts/released-checkpoint-reproduces`" in md and "error" in md

@@ -263,7 +263,9 @@ def test_the_option_rehearses_one_sts_claim_and_the_embryology_curve(tmp_path, d
     overlay.write_text(yaml.safe_dump({
         "base": str(TIERS / "rehearsal-multiberts.yaml"), "name": "rehearsal-multiberts-ci",
         "rehearsal": {"shapes": "cut", "head_size": 8}, "controls": {"random_weights_seeds": [1]},
-        "assets": {"multiberts": {"seeds": [0, 1], "checkpoints": {"steps": [20000]}}}}))
+        "assets": {"multiberts": {"seeds": [0, 1], "checkpoints": {"steps": [20000]}}},
+        # the STS claim's further model (GPT-2) is the paper DAG's, rehearsed by tests/test_rehearsal.py
+        "roles": {"pretrained-lm": {"unavailable": "rehearsal in CI: the option changes the raw encoder only"}}}))
     cmd = [sys.executable, "-m", "plmclaims.cli", "rehearse", "--tier", str(overlay), "--data-root", str(data_root),
            "--claims-dir", str(REPO / "replications"), "--claims", EMBRYOLOGY, STS, "--cores", "2"]
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1800)

@@ -20,7 +20,7 @@ import time
 
 import pytest
 import yaml
-from conftest import OFFLINE, REQUIRE_SLURM, run_slurm, slurm_cluster, slurm_jobs, slurm_profile, start_snakemake
+from conftest import OFFLINE, REQUIRE_SLURM, slurm_cluster, slurm_jobs, slurm_profile, start_snakemake
 from plmclaims import families
 from plmclaims import plan as P
 from plmclaims.claims import load_claim
@@ -92,17 +92,13 @@ def test_tiny_workflow_runs_under_slurm(cluster, repo, second_run):
     assert {entry.get(_rule(c, rules)) for _, c, _, _ in new.values()} & (set(table) - {"default"})
 
 
-def test_failing_rule_is_reported_failed(cluster, repo, tmp_path, broken_data_root, second_run):
-    """A job that fails inside SLURM (a malformed data row, let through planning by allow_unverified_data). It waits
-    for the background second_run, so the jobs it counts as its own are only its own."""
-    before = set(slurm_jobs())
-    root = broken_data_root(tmp_path)
-    res = run_slurm(repo, tmp_path, "--retries", "0", "--config", "tier=tiny", f"data_root={root}", "allow_unverified_data=true",
-                    f"claims_dir={repo / 'replications'}", 'claims=["sts/released-checkpoint-reproduces"]')
-    assert res.returncode != 0
+def test_failing_rule_is_reported_failed(cluster, failed_run):
+    """A job that fails inside SLURM (a malformed data row, let through planning by allow_unverified_data): the
+    session's failed_run (conftest.py), through the slurm profile with no retry where a cluster answers."""
+    *_, res, jobs = failed_run
+    assert res.returncode != 0 and jobs is not None
     assert "Error in rule encode" in res.stdout + res.stderr
-    new = {i: v for i, v in slurm_jobs(tmp_path).items() if i not in before}
-    assert [state for state, comment, *_ in new.values() if comment.startswith("rule_encode")] == ["FAILED"], new
+    assert [state for state, comment, *_ in jobs.values() if comment.startswith("rule_encode")] == ["FAILED"], jobs
 
 
 def test_a_job_past_its_time_limit_is_stopped_retried_and_resumes_from_its_checkpoint(cluster, repo, tmp_path,

@@ -43,7 +43,7 @@ CI_OVERLAY = {
     "compression": {"max_curve_points": 2},
     "transfer": {"seeds": [0], "skip_tasks": {t: "rehearsal in CI: ListOps (512 tokens) runs every code path of a task"
                                               for t in ("bit-memory", "bit-xor")}},
-    "probing": {"layers": {"bert-base-uncased": 1, "all-minilm-l6-v2-hub": 1}},
+    "probing": {"layers": {"bert-base-uncased": 1, "all-minilm-l6-v2-hub": 1, "gpt2": 1}},
 }
 if "contrastive" in load_tier("paper"):  # the contrastive family (being added): one training seed
     CI_OVERLAY["contrastive"] = {"seeds": [1]}

@@ -13,7 +13,6 @@ from .plotting import (CURVE_LINES, FLOORS, curve_axis, floor_style, legend_once
 from .tables import curves
 
 
-
 def _num(vals) -> list[float]:
     return [math.nan if x is None else x for x in vals]
 

@@ -10,7 +10,6 @@ from .common import all_measurements, asset_of, views
 from .plotting import FLOORS, legend_once, panel_grid, save, shared_legend, value_axis, wrap
 
 
-
 def _claims(verdicts: list[dict]) -> list[tuple[dict, list[tuple[str, dict]]]]:
     """(verdict, [(name, measurement)]) for each claim with a measurement that counts its trained parameters."""
     out = []

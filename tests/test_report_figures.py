@@ -144,3 +144,17 @@ def test_write_verdicts_writes_every_file_of_the_report(verdicts, tmp_path):
         rows = [r for r in table if r["claim"] == "sts/synthetic-two-models"]
         assert {(r["model"], r["model_verdict"]) for r in rows} == {("pretrained-lm", "reproduced"),
                                                                   ("raw-encoder", "inconclusive")}
+
+
+def test_a_degenerate_seed_is_left_out_of_the_spread_in_the_table_and_the_figure(verdicts):
+    """A side scored on two seeds whose third collapsed records that seed as null (left out of its mean): the
+    measurement table and the quality-vs-parameters figure give the spread of the two scored seeds."""
+    from plmclaims.report import markdown
+    from plmclaims.report.params import params_figure
+
+    scored = copy.deepcopy(verdicts)
+    full = next(v for v in scored if v["id"] == "peft/synthetic-adapters")["measurements"]["full_ft"]
+    full.update(measured=80.0, ci_low=78.0, ci_high=82.0, seeds=[79.0, None, 81.0])
+    assert "80.00 [78.00, 82.00], 2 seeds 79.0–81.0" in markdown(scored, TIER)
+    (peft,) = panel(params_figure(scored), "peft/synthetic-adapters")
+    assert points(peft, "full-finetuning")[0][1] == 80.0 and (22.7e6, 80.0) in points(peft, "measured")

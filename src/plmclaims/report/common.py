@@ -94,6 +94,11 @@ def all_measurements(v: dict) -> list[tuple[str | None, str, dict]]:
     return out
 
 
+def scored_seeds(m: dict) -> list[float]:
+    """A measurement's per-seed values without its degenerate seeds (null in the verdict: left out of the mean)."""
+    return [x for x in m.get("seeds") or [] if x is not None]
+
+
 def asset_of(instance: str) -> str:
     """The asset behind a run's instance: 'micro-bert.s1' and 'micro-bert.random-s1' are micro-bert."""
     return instance.partition(".")[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import all_measurements, asset_of, views
+from .common import all_measurements, asset_of, scored_seeds, views
 from .plotting import FLOORS, legend_once, panel_grid, save, shared_legend, value_axis, wrap
 
 
@@ -51,7 +51,7 @@ def _panel(ax, v: dict, ms: list[tuple[str, dict]], colours: dict, once) -> None
             continue
         if m.get("method") == "full-finetuning":  # the reference the methods are compared with
             ax.axhline(m["measured"], color=colour, lw=0.8, alpha=0.7, gid="full-finetuning")
-        seeds = m.get("seeds") or [m["measured"]]
+        seeds = scored_seeds(m) or [m["measured"]]
         spread = [[m["measured"] - min(seeds)], [max(seeds) - m["measured"]]]
         ax.errorbar(m["trained_params"], m["measured"], yerr=spread, fmt="o", color=colour, capsize=3,
                     label=once(m.get("method", name)), gid="measured")

@@ -2,7 +2,8 @@
 benchmark, curves, seed grids, training budgets, checks), each over every model a claim was measured on."""
 from __future__ import annotations
 
-from .common import REHEARSAL, all_measurements, count, floors_text, fmt, label, source, verdict_word, views
+from .common import (REHEARSAL, all_measurements, count, floors_text, fmt, label, scored_seeds, source, verdict_word,
+                     views)
 
 
 def _measured(m: dict) -> str:
@@ -10,7 +11,7 @@ def _measured(m: dict) -> str:
         return f"a curve of {len(m['curve'])} points (see Curves)"
     if m.get("measured") is None:
         return "not run" if not m.get("degenerate") else "no score"
-    seeds = m.get("seeds") or []
+    seeds = scored_seeds(m)
     spread = f", {len(seeds)} seeds {min(seeds):.1f}–{max(seeds):.1f}" if len(seeds) > 1 else ""
     return f"{fmt(m['measured'])} [{fmt(m['ci_low'])}, {fmt(m['ci_high'])}]{spread}"
 

@@ -155,19 +155,22 @@ def budget_limited(row: CheckResult, check: dict, done: list[CheckResult | None]
     row.measured_outcome, row.outcome = row.outcome, "inconclusive"
     against = (f"; its control check ({control.description}) is {control_outcome}, so the shortfall is not shown to be "
                "the method's" if control is not None else "; no control check isolates the method")
-    row.reason = f"{_failure(row.as_dict())} at a budget far below the paper's ({spec['why']}){against}"
+    # the claim's note puts the check's description before its reason, so the reason gives the numbers alone
+    row.reason = f"{_failure(row.as_dict(), described=False)} at a budget far below the paper's ({spec['why']}){against}"
 
 
-def _failure(check: dict) -> str:
-    """The contradicted part of a check, in numbers."""
+def _failure(check: dict, described: bool = True) -> str:
+    """The contradicted part of a check, in numbers, after the check's description unless `described` is false."""
     bad = [d for d in check.get("details", []) if d["outcome"] == "contradicted"]
     if check["type"] == "reproduces":
         parts = [f"{d['on']} {d['estimate']:.2f} vs {d['reported']:.2f}" for d in bad]
-        return f"{check['description'].split(' within')[0]} off by more than {bad[0]['tolerance']} on {', '.join(parts)}"
+        head = f"{check['description'].split(' within')[0]} " if described else ""
+        return f"{head}off by more than {bad[0]['tolerance']} on {', '.join(parts)}"
     if check["type"] == "ratio" and bad and bad[0]["on"] == "parameters":
-        return f"{check['description']} (measured {bad[0]['estimate']:.4g})"
-    parts = [f"{d['on']} {d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" for d in bad]
-    return f"{check['description']} ({', '.join(parts)})"
+        measured = f"measured {bad[0]['estimate']:.4g}"
+        return f"{check['description']} ({measured})" if described else measured
+    parts = ", ".join(f"{d['on']} {d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" for d in bad)
+    return f"{check['description']} ({parts})" if described else f"measured {parts}"
 
 
 def _shown(checks: list[dict]) -> str:

@@ -251,6 +251,10 @@ def test_error_verdict_names_the_failed_rule_and_log(tmp_path, tier):
     v = error_verdict(P.plan_claim(claim, tier), tier, [], [("verdict", "results/micro/logs/verdict-other.log")])
     assert v["verdict"] == "error" and v["note"].startswith("not computed: the workflow stopped at a failure this claim")
     assert "rule verdict failed (log: results/micro/logs/verdict-other.log)" in v["note"] and "--keep-going" in v["note"]
+    # no job failed anywhere (the run was stopped): the row says so, and how to resume
+    v = error_verdict(P.plan_claim(claim, tier), tier, [], [])
+    assert v["note"].startswith("not computed: the workflow stopped before") and "no job failed" in v["note"]
+    assert "failure" not in v["note"] and "--rerun-incomplete" in v["note"]
 
 
 # GLUE-style synthetic runs: classification right with probability `quality` (0.5 = chance), STS-B regression

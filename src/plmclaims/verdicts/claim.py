@@ -101,10 +101,13 @@ def error_verdict(cplan: ClaimPlan, tier: dict, failures: list[tuple[str, str]],
     own, the claim was left undone when the workflow stopped at another claim's failure (`elsewhere`)."""
     if failures:
         note = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in failures)
-    else:
-        shown = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in elsewhere) or "a job failed"
+    elif elsewhere:
+        shown = "; ".join(f"rule {rule} failed (log: {path})" for rule, path in elsewhere)
         note = (f"not computed: the workflow stopped at a failure this claim does not depend on ({shown}); rerun, "
                 "or run with --keep-going to compute every claim that does not depend on it")
+    else:  # no job failed: the run was stopped (a signal, Ctrl-C, a cluster's limit) before this claim was done
+        note = ("not computed: the workflow stopped before this claim's runs were done, and no job failed; rerun "
+                "with --rerun-incomplete to resume")
     return error_row(cplan, tier, note)
 
 

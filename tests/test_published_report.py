@@ -185,3 +185,12 @@ def test_the_readme_command_sets_the_verdict_cells_and_names_a_claim_without_a_r
                           str(readme)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert stale != text == readme.read_text()  # the cells back to the report's
+
+
+def test_the_readme_explains_every_verdict_word_the_report_uses(repo):
+    """Each verdict word the engine gives has its one line in the README, as in the report's legend."""
+    from plmclaims.report import VERDICT_MEANING
+
+    text = (repo / "README.md").read_text()
+    missing = [w for w in VERDICT_MEANING if f"- **{w}**: " not in text]
+    assert not missing, f"README.md explains no verdict word {missing}"
